@@ -1,0 +1,53 @@
+"""Reading the evaluator's JSON and YAML input files with located, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .errors import InputError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_document(path: Path) -> Any:
+    """Parse a JSON or YAML file (by extension; YAML otherwise).  Raises InputError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read: {e}") from e
+    try:
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}: malformed JSON: {e.msg}") from e
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise InputError(f"{path}{line}: malformed YAML: {getattr(e, 'problem', e)}") from e
+
+
+def validation_message(error: ValidationError) -> str:
+    """The first error of a pydantic ValidationError as ``field: message``, plus a count."""
+    errors = error.errors(include_url=False)
+    first = errors[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(root)"
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{loc}: {msg}{more}"
+
+
+def load_model(path: Path, model: type[M]) -> M:
+    """Read ``path`` into ``model``.  Raises InputError naming the file and the field."""
+    data = read_document(path)
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise InputError(f"{path}: {validation_message(e)}") from e

@@ -1,0 +1,18 @@
+"""The task-class catalogue: typed rules, YAML loading, validation and versioning."""
+
+from .loader import BUNDLED_CATALOGUE, CatalogueError, load_catalogue, load_task_class
+from .task_class import TaskClass
+from .versions import BUNDLED_STORE, PinnedRules, RulesStore, pin, rules_version
+
+__all__ = [
+    "BUNDLED_CATALOGUE",
+    "BUNDLED_STORE",
+    "CatalogueError",
+    "PinnedRules",
+    "RulesStore",
+    "TaskClass",
+    "load_catalogue",
+    "load_task_class",
+    "pin",
+    "rules_version",
+]

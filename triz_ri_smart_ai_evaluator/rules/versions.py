@@ -1,0 +1,205 @@
+"""Rules versions: content addresses, a store of published versions, and pinning.
+
+A rules version is the SHA-256 of the task class's RFC 8785 canonical JSON.  A published version
+never changes: the store keeps each under its own hash and checks the hash on every read, so an
+edited file is a new version and the old one stays loadable (spec 10.5).  Pinning picks the
+benchmarks in force when an attempt *started* (spec 10.5, 11.7, 11.8); nothing about an attempt's
+result enters it.
+
+Pure functions here do no I/O; ``RulesStore`` reads and writes its folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..canonical import canonical_json, sha256_hex
+from ..errors import InputError, IntegrityError, RuleError
+from .indicators import BenchmarkVersion
+from .task_class import TaskClass
+
+#: Published versions of the bundled task classes, shipped with the package.
+BUNDLED_STORE = Path(__file__).resolve().parent.parent / "catalogue" / "published"
+
+
+def canonical_rules(tc: TaskClass) -> bytes:
+    """The canonical bytes of a task class: what its rules version is the hash of."""
+    return canonical_json(tc.model_dump(mode="json"))
+
+
+def rules_version(tc: TaskClass) -> str:
+    """The rules version of a task class: SHA-256 (hex) of its canonical JSON."""
+    return sha256_hex(canonical_rules(tc))
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedRules:
+    """A task class at one rules version with the benchmark version in force per indicator."""
+
+    task_class: TaskClass
+    version: str
+    benchmarks: Mapping[str, BenchmarkVersion]
+
+
+def pin(tc: TaskClass, *, started_at: datetime, version: str | None = None) -> PinnedRules:
+    """Pin the rules for an attempt that started at ``started_at`` (UTC, timezone-aware).
+
+    Each indicator gets the latest benchmark version whose effective date is not after the
+    start.  Raises RuleError when a benchmark has no version in force yet: an attempt with no
+    benchmark established in advance cannot be evaluated (spec 1.4, 2.6).
+    """
+    if started_at.tzinfo is None:
+        raise InputError("an attempt's start time must be timezone-aware (UTC)")
+    chosen: dict[str, BenchmarkVersion] = {}
+    for bm in tc.benchmarks:
+        in_force = [v for v in bm.versions if v.effective_from <= started_at]
+        if not in_force:
+            raise RuleError(
+                f"spec 2.6: no benchmark for {tc.id}.{bm.indicator} was in force at "
+                f"{started_at.isoformat()}; the first takes effect "
+                f"{bm.versions[0].effective_from.isoformat()}"
+            )
+        chosen[bm.indicator] = in_force[-1]
+    return PinnedRules(tc, version or rules_version(tc), MappingProxyType(chosen))
+
+
+def check_no_retrospective_change(
+    previous: TaskClass, new: TaskClass, *, published_at: datetime
+) -> list[str]:
+    """Problems with publishing ``new`` after ``previous`` at ``published_at`` (spec 4.4, 10.5).
+
+    Benchmark versions already published may not change or disappear; a new benchmark version
+    must take effect after the moment it is published, so it never reaches an attempt that had
+    already started.
+    """
+    problems: list[str] = []
+    old = {b.indicator: b for b in previous.benchmarks}
+    for bm in new.benchmarks:
+        before = old.get(bm.indicator)
+        known = before.versions if before is not None else ()
+        for v in known:
+            match = [n for n in bm.versions if n.version == v.version]
+            if not match or match[0] != v:
+                problems.append(
+                    f"spec 4.4: benchmark {bm.indicator} version {v.version} was published and "
+                    "may not be changed or removed; add a new version instead"
+                )
+        for v in bm.versions[len(known) :]:
+            if v.effective_from <= published_at:
+                problems.append(
+                    f"spec 10.5: new benchmark {bm.indicator} version {v.version} takes effect "
+                    f"{v.effective_from.isoformat()}, not after its publication "
+                    f"{published_at.isoformat()}: it would apply retrospectively"
+                )
+    return problems
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RulesStore:
+    """A folder of published rules versions: ``<id>/<version>.json`` plus ``<id>/history.jsonl``.
+
+    Content-addressed and append-only: publishing never overwrites, and every read checks that
+    the bytes still hash to their name.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _file(self, class_id: str, version: str) -> Path:
+        if not (len(version) == 64 and all(c in "0123456789abcdef" for c in version)):
+            raise InputError(f"{version!r} is not a rules version (64 hex digits)")
+        return self.root / class_id / f"{version}.json"
+
+    def history(self, class_id: str) -> list[dict[str, Any]]:
+        """Publication records of a class, oldest first: ``{"version", "published_at"}``."""
+        path = self.root / class_id / "history.jsonl"
+        if not path.exists():
+            return []
+        out: list[dict[str, Any]] = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict) or set(record) != {"version", "published_at"}:
+                    raise ValueError("unexpected fields")
+            except ValueError as e:
+                raise IntegrityError(f"{path}:{n}: corrupt publication record ({e})") from e
+            out.append(record)
+        return out
+
+    def load(self, class_id: str, version: str) -> TaskClass:
+        """Load a published version, checking its hash.
+
+        Raises RuleError if it is not in the store, IntegrityError if its bytes changed.
+        """
+        path = self._file(class_id, version)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as e:
+            raise RuleError(f"rules version {class_id}@{version[:12]} is not published") from e
+        if sha256_hex(data) != version:
+            raise IntegrityError(f"{path}: content does not match its rules version")
+        try:
+            tc = TaskClass.model_validate(json.loads(data))
+        except (ValueError, ValidationError) as e:
+            raise IntegrityError(f"{path}: published rules no longer validate: {e}") from e
+        if canonical_rules(tc) != data:
+            raise IntegrityError(f"{path}: published rules are not in canonical form")
+        return tc
+
+    def latest(self, class_id: str) -> tuple[str, TaskClass] | None:
+        """The most recently published version of a class, or None."""
+        records = self.history(class_id)
+        if not records:
+            return None
+        version = str(records[-1]["version"])
+        return version, self.load(class_id, version)
+
+    def publish(self, tc: TaskClass, *, published_at: datetime) -> tuple[str, bool]:
+        """Publish ``tc``; return (version, newly_published).
+
+        Re-publishing an existing version changes nothing.  Raises RuleError if the new version
+        would change published benchmarks or apply a new one retrospectively.
+        """
+        version = rules_version(tc)
+        path = self._file(tc.id, version)
+        if path.exists():
+            self.load(tc.id, version)  # verifies the stored bytes
+            return version, False
+        previous = self.latest(tc.id)
+        if previous is not None:
+            problems = check_no_retrospective_change(
+                previous[1], tc, published_at=published_at
+            )
+            if problems:
+                raise RuleError(f"{tc.id}: " + "; ".join(problems))
+        _write_atomically(path, canonical_rules(tc))
+        record = {"version": version, "published_at": published_at.isoformat()}
+        history = self.root / tc.id / "history.jsonl"
+        with history.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        return version, True

@@ -1,0 +1,370 @@
+"""The training-signal calculator: a pure function of pinned rules and verified inputs.
+
+No I/O, no clock, no randomness, no attempt id (DESIGN: the same rule for the same work, spec 3.4).
+All arithmetic is Decimal in the project's one context, so the same inputs give the same bits on
+every machine (spec 10.2).  The order of the decision follows the specification:
+
+1. a recorded, uncontrollable obstacle gives the neutral signal (6.5, 11.11);
+2. a verified critical violation gives the predefined negative value or 0 (5.5, 7.2);
+3. anything unverified gives no positive signal and says so, never a silent zero (6.7, 6.8);
+4. an omitted mandatory self-check makes the solution inadmissible (6.9, 9.18, 11.19);
+5. a failed gate gives 0 (5.4); K below the mandatory level gives 0 or the negative value (7.2);
+6. only then performance, thresholds (4.5), caps (4.6) and the model's formula (7.2-7.4);
+7. costs are shown only for an admissible solution (3.7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+
+from ..errors import InputError
+from ..rules._values import DECIMAL_CONTEXT as CTX
+from ..rules._values import ONE, ZERO, format_exact
+from ..rules.checklist import Effect
+from ..rules.formula import Model, Neutral
+from ..rules.indicators import BenchmarkVersion, Direction, Indicator
+from ..rules.versions import PinnedRules
+from .inputs import AttemptInputs, ItemState, Measurement
+from .result import BlockLine, CheckLine, IndicatorLine, Outcome, Signal, Status
+
+
+def performance(indicator: Indicator, benchmark: BenchmarkVersion, value: Decimal) -> Decimal:
+    """Perf of one verified value against its benchmark under the indicator's predefined rule.
+
+    increase: F / E (spec 1.6); decrease: E / F, or the declared value at F = 0; interval: 1 inside
+    the band, falling linearly to 0 over the declared tolerance outside it.
+    """
+    if indicator.direction is Direction.INCREASE:
+        assert benchmark.value is not None
+        return CTX.divide(value, benchmark.value)
+    if indicator.direction is Direction.DECREASE:
+        assert benchmark.value is not None and indicator.decrease_rule is not None
+        if value <= ZERO:
+            return indicator.decrease_rule.perf_at_zero
+        return CTX.divide(benchmark.value, value)
+    assert benchmark.low is not None and benchmark.high is not None
+    assert indicator.interval_rule is not None
+    if value < benchmark.low:
+        miss = CTX.divide(CTX.subtract(benchmark.low, value), indicator.interval_rule.tolerance_below)
+    elif value > benchmark.high:
+        miss = CTX.divide(CTX.subtract(value, benchmark.high), indicator.interval_rule.tolerance_above)
+    else:
+        return ONE
+    return max(ZERO, CTX.subtract(ONE, miss))
+
+
+def _product(values: list[Decimal]) -> Decimal:
+    result = ONE
+    for v in values:
+        result = CTX.multiply(result, v)
+    return result
+
+
+def _benchmark_text(bm: BenchmarkVersion) -> str:
+    if bm.value is not None:
+        return format_exact(bm.value)
+    assert bm.low is not None and bm.high is not None
+    return f"[{format_exact(bm.low)}, {format_exact(bm.high)}]"
+
+
+def describe_formula(pinned: PinnedRules) -> str:
+    """The formula of a pinned task class in words and symbols (spec 3.2)."""
+    tc = pinned.task_class
+    names = {i.id: i.name for i in tc.indicators}
+    product = " × ".join(names[i] for i in tc.combination.multiplied)
+    negative = tc.formula.negative_value
+    on_critical = "0" if negative is None else format_exact(negative)
+    gates = f"S = {on_critical} on a critical violation; S = 0 when a gate fails"
+    if tc.formula.model is Model.GATE:
+        return f"{gates}; else S = B + B × ({product})"
+    if tc.formula.model is Model.SEPARATE_BLOCKS:
+        return f"{gates}; else S = B × K + B × ({product})"
+    parts = " + ".join(
+        f"S_{b.id}({' × '.join(names[i] for i in b.indicators)} ≥ {format_exact(b.threshold)})"
+        for b in tc.combination.blocks
+    )
+    return f"{gates}; else S = {parts}, each block B × Perf or 0 below its threshold"
+
+
+class SignalCalculator:
+    """Computes signals under one pinned rules version.  Reuse it for many attempts."""
+
+    def __init__(self, pinned: PinnedRules) -> None:
+        tc = pinned.task_class
+        self.pinned = pinned
+        self._tc = tc
+        self._formula = tc.formula
+        self._base = tc.formula.base_unit
+        self._formula_text = describe_formula(pinned)
+        self._functions = tuple(f.id for f in tc.functions)
+        self._sources = {s.id for s in tc.sources}
+        roles: dict[str, str] = {i: "multiplied" for i in tc.combination.multiplied}
+        for block in tc.combination.blocks:
+            roles.update({i: f"block:{block.id}" for i in block.indicators})
+        roles.update({i: "reported_only" for i in tc.combination.reported_only})
+        self._roles = roles
+        self._rewarded = frozenset(tc.rewarded_indicators())
+        self._minimum = {t.indicator: t.minimum for t in tc.combination.thresholds}
+        self._cap = {c.indicator: c.maximum for c in tc.combination.caps}
+        self._indicators = tuple(
+            (ind, pinned.benchmarks[ind.id], _benchmark_text(pinned.benchmarks[ind.id]))
+            for ind in tc.indicators
+        )
+        self._items = tuple(tc.checklist)
+        self._item_ids = frozenset(i.id for i in tc.checklist)
+        self._self_checks = tuple(tc.self_checks)
+        self._self_check_ids = frozenset(c.id for c in tc.self_checks)
+        self._indicator_ids = frozenset(i.id for i in tc.indicators)
+        self._delayed = tc.confirmation.kind == "delayed"
+        self._escrow_share = tc.confirmation.escrow_share or ZERO
+        self._negative = tc.formula.negative_value if tc.formula.negative_value is not None else ZERO
+        self._cost_id = tc.formula.cost.id if tc.formula.cost is not None else None
+
+    # -- input checks -----------------------------------------------------------------
+    def _check_ids(self, inputs: AttemptInputs) -> None:
+        for name, given, known in (
+            ("measurement", inputs.measurements, self._indicator_ids),
+            ("checklist item", inputs.checklist, self._item_ids),
+            ("self-check", inputs.self_checks, self._self_check_ids),
+        ):
+            unknown = sorted(set(given) - known)
+            if unknown:
+                # spec 11.12: a value for something the class does not declare cannot count.
+                raise InputError(
+                    f"{self._tc.id}: {name} {unknown[0]!r} is not declared by the task class"
+                )
+        extra_costs = sorted(set(inputs.costs) - ({self._cost_id} - {None}))
+        if extra_costs:
+            raise InputError(f"{self._tc.id}: cost {extra_costs[0]!r} is not the class's cost C")
+
+    @staticmethod
+    def _status(
+        record: Measurement | ItemState | None, source: str
+    ) -> Status:
+        if record is None:
+            return Status.MISSING
+        if record.source != source:
+            return Status.WRONG_SOURCE
+        if not record.evidence:
+            return Status.NO_EVIDENCE
+        return Status.VERIFIED
+
+    # -- the computation --------------------------------------------------------------
+    def compute(self, inputs: AttemptInputs) -> Signal:
+        """The signal of one attempt.  Raises InputError for ids the class does not declare."""
+        self._check_ids(inputs)
+        reasons: list[str] = []
+        lines, perf = self._indicator_lines(inputs)
+        checks = self._check_lines(inputs)
+        obstacles = self._accepted_obstacles(inputs)
+        claims = tuple(inputs.claims)
+
+        def finish(
+            outcome: Outcome,
+            value: Decimal,
+            *,
+            critical: bool = False,
+            k: Decimal | None = None,
+            overall: Decimal | None = None,
+            blocks: tuple[BlockLine, ...] = (),
+            cost: Decimal | None = None,
+        ) -> Signal:
+            held = ZERO
+            if self._delayed and value > ZERO:
+                held = CTX.multiply(value, self._escrow_share)
+            return Signal(
+                task_class=self._tc.id,
+                rules_version=self.pinned.version,
+                functions=self._functions,
+                model=self._formula.model.value,
+                mode=self._formula.mode.value,
+                formula=self._formula_text,
+                base_unit=self._base,
+                indicators=lines,
+                checks=checks,
+                blocks=blocks,
+                quality_k=k,
+                perf_overall=overall,
+                outcome=outcome,
+                reasons=tuple(reasons),
+                critical_violation=critical,
+                claims=claims,
+                obstacles=obstacles,
+                cost_id=self._cost_id,
+                cost=cost,
+                value=value,
+                delayed=self._delayed,
+                held=held,
+                payable_now=CTX.subtract(value, held),
+            )
+
+        if obstacles:
+            # spec 6.5, 11.11: a recorded external obstacle is not poor performance.
+            reasons.append("uncontrollable obstacle recorded by a trusted source")
+            neutral = self._base if self._formula.neutral is Neutral.BASE else ZERO
+            return finish(Outcome.OBJECTIVELY_IMPOSSIBLE, neutral)
+
+        failed_critical = [c.id for c in checks if c.kind == "critical" and c.state == "failed"]
+        if failed_critical:
+            reasons.extend(f"critical violation: {i}" for i in failed_critical)
+            return finish(Outcome.QUALITY_VIOLATION, self._negative, critical=True)
+
+        unverified = [
+            f"indicator {line.id}: {line.status.value}"
+            for line in lines
+            if line.id in self._rewarded and line.status is not Status.VERIFIED
+        ]
+        unverified += [
+            f"check {c.id}: {c.status.value}"
+            for c in checks
+            if c.kind != "self_check" and c.status is not Status.VERIFIED
+        ]
+        if unverified:
+            # spec 6.8, 8.8, 11.10: without evidence a claim stays a claim; fail closed.
+            reasons.extend(unverified)
+            outcome = Outcome.CLAIMED_NOT_VERIFIED if claims else Outcome.NOT_VERIFIED
+            return finish(outcome, ZERO)
+
+        omitted = [c.id for c in checks if c.kind == "self_check" and c.state != "performed"]
+        if omitted:
+            # spec 6.9, 9.18, 11.19: not admissible, whatever it saved; costs are not compared.
+            reasons.extend(f"mandatory self-check omitted: {i}" for i in omitted)
+            return finish(Outcome.QUALITY_VIOLATION, ZERO)
+
+        failed_gates = [c.id for c in checks if c.kind == "gate" and c.state == "failed"]
+        if failed_gates:
+            reasons.extend(f"gate failed: {i}" for i in failed_gates)
+            return finish(Outcome.NOT_OBTAINED, ZERO)
+
+        quality = [c.score for c in checks if c.kind == "quality" and c.score is not None]
+        k = CTX.divide(sum(quality, ZERO), Decimal(len(quality))) if quality else ONE
+        if self._formula.model is Model.GATE and k < self._formula.quality_minimum:
+            reasons.append(f"K {format_exact(k)} below the mandatory level")
+            return finish(Outcome.QUALITY_VIOLATION, self._negative, k=k)
+
+        cost = inputs.costs.get(self._cost_id) if self._cost_id is not None else None
+        below = [line.id for line in lines if line.below_minimum]
+        reasons.extend(f"below minimum performance: {i}" for i in below)
+        if self._formula.model is Model.NON_COMPENSATORY_SUM:
+            blocks = self._blocks(perf, below)
+            value = sum((b.value for b in blocks), ZERO)
+            reached = [b for b in blocks if b.value > ZERO]
+            outcome = self._outcome(perf, any_result=bool(reached))
+            return finish(outcome, value, k=k, blocks=blocks, cost=cost)
+
+        factors = [perf[i] for i in self._tc.combination.multiplied]
+        overall = ZERO if any(i in below for i in self._tc.combination.multiplied) else (
+            _product(factors)
+        )
+        variable = CTX.multiply(self._base, overall)
+        if self._formula.model is Model.GATE:
+            value = CTX.add(self._base, variable)
+        else:
+            value = CTX.add(CTX.multiply(self._base, k), variable)
+        outcome = self._outcome(perf, any_result=overall > ZERO)
+        return finish(outcome, value, k=k, overall=overall, cost=cost)
+
+    def _outcome(self, perf: Mapping[str, Decimal], *, any_result: bool) -> Outcome:
+        if not any_result:
+            return Outcome.NOT_OBTAINED
+        if all(perf[i] >= ONE for i in self._rewarded):
+            return Outcome.OBTAINED
+        return Outcome.PARTIAL
+
+    def _blocks(self, perf: Mapping[str, Decimal], below: list[str]) -> tuple[BlockLine, ...]:
+        out = []
+        for block in self._tc.combination.blocks:
+            p = _product([perf[i] for i in block.indicators])
+            reached = p >= block.threshold and not any(i in below for i in block.indicators)
+            value = CTX.multiply(self._base, p) if reached else ZERO
+            out.append(BlockLine(block.id, p, block.threshold, value))
+        return tuple(out)
+
+    def _indicator_lines(
+        self, inputs: AttemptInputs
+    ) -> tuple[tuple[IndicatorLine, ...], dict[str, Decimal]]:
+        lines = []
+        perf: dict[str, Decimal] = {}
+        for ind, bm, bm_text in self._indicators:
+            m = inputs.measurements.get(ind.id)
+            status = self._status(m, ind.source)
+            p: Decimal | None = None
+            cap = self._cap.get(ind.id)
+            minimum = self._minimum.get(ind.id)
+            below = False
+            if status is Status.VERIFIED:
+                assert m is not None
+                p = performance(ind, bm, m.value)
+                if cap is not None and p > cap:
+                    p = cap
+                below = minimum is not None and p < minimum
+                perf[ind.id] = p
+            lines.append(
+                IndicatorLine(
+                    id=ind.id,
+                    name=ind.name,
+                    unit=ind.unit,
+                    direction=ind.direction.value,
+                    role=self._roles[ind.id],
+                    benchmark=bm_text,
+                    benchmark_version=bm.version,
+                    source=ind.source,
+                    status=status,
+                    verified_value=m.value if m is not None and status is Status.VERIFIED else None,
+                    evidence=tuple(m.evidence) if m is not None else (),
+                    performance=p,
+                    cap=cap,
+                    minimum=minimum,
+                    below_minimum=below,
+                )
+            )
+        return tuple(lines), perf
+
+    def _check_lines(self, inputs: AttemptInputs) -> tuple[CheckLine, ...]:
+        out = []
+        for item in self._items:
+            state = inputs.checklist.get(item.id)
+            status = self._status(state, item.data_source)
+            if status is Status.VERIFIED:
+                assert state is not None
+                out.append(CheckLine(item.id, item.effect.value, status, state.state, state.score))
+            else:
+                out.append(CheckLine(item.id, item.effect.value, status, "unverified", None))
+        for check in self._self_checks:
+            sc = inputs.self_checks.get(check.id)
+            if sc is None:
+                status = Status.MISSING
+            elif sc.source != check.data_source:
+                status = Status.WRONG_SOURCE
+            elif not sc.evidence:
+                status = Status.NO_EVIDENCE
+            else:
+                status = Status.VERIFIED
+            done = status is Status.VERIFIED and sc is not None and sc.performed
+            out.append(
+                CheckLine(check.id, "self_check", status, "performed" if done else "omitted", None)
+            )
+        return tuple(out)
+
+    def _accepted_obstacles(self, inputs: AttemptInputs) -> tuple[str, ...]:
+        accepted = []
+        for obstacle in inputs.obstacles:
+            # spec 6.5: only an obstacle recorded by a trusted source, with evidence, and with the
+            # prescribed standard of action followed, is accepted.  Anything else is ignored.
+            if (
+                obstacle.recorded_by in self._sources
+                and obstacle.evidence
+                and obstacle.standard_followed
+            ):
+                accepted.append(f"{obstacle.kind.value} (recorded by {obstacle.recorded_by})")
+        return tuple(accepted)
+
+
+def compute_signal(pinned: PinnedRules, inputs: AttemptInputs) -> Signal:
+    """Compute one signal.  For many attempts under the same rules, reuse a SignalCalculator."""
+    return SignalCalculator(pinned).compute(inputs)
+
+
+# Effects are compared by value in CheckLine.kind; keep the two vocabularies in step.
+assert {e.value for e in Effect} == {"critical", "gate", "quality"}
