@@ -35,7 +35,8 @@ def render(console: Console, s: Signal) -> None:
         style = "" if line.status is Status.VERIFIED else "red"
         ind.add_row(
             line.name, line.role, f"{line.benchmark} (v{line.benchmark_version})",
-            _n(line.verified_value), line.source, f"[{style}]{status}[/{style}]" if style else status,
+            _n(line.verified_value), line.source,
+            f"[{style}]{status}[/{style}]" if style else status,
             _n(line.performance), _n(line.cap),
             (_n(line.minimum) + (" [red]below[/red]" if line.below_minimum else "")),
         )

@@ -19,10 +19,17 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
+from ._explain import render
+from ._io import load_model
 from .errors import EvaluatorError, InputError
 from .rules._values import format_exact
-from .rules.loader import BUNDLED_CATALOGUE, CatalogueError, catalogue_files, load_catalogue
-from .rules.loader import load_task_class
+from .rules.loader import (
+    BUNDLED_CATALOGUE,
+    CatalogueError,
+    catalogue_files,
+    load_catalogue,
+    load_task_class,
+)
 from .rules.task_class import TaskClass
 from .rules.versions import BUNDLED_STORE, RulesStore, pin, rules_version
 from .signal.calculator import SignalCalculator
@@ -40,7 +47,7 @@ signal_app = typer.Typer(help="Compute a training signal from verified inputs.")
 app.add_typer(catalogue_app, name="catalogue", no_args_is_help=True)
 app.add_typer(signal_app, name="signal", no_args_is_help=True)
 
-out = Console(soft_wrap=True)
+out = Console()
 err = Console(stderr=True, soft_wrap=True)
 
 CatalogueOpt = Annotated[
@@ -129,7 +136,8 @@ def catalogue_validate(
             tc = load_task_class(file)
         except CatalogueError as e:
             problems += len(e.problems)
-            results.append({"file": str(file), "valid": False, "problems": [str(p) for p in e.problems]})
+            problem_lines = [str(p) for p in e.problems]
+            results.append({"file": str(file), "valid": False, "problems": problem_lines})
             continue
         results.append(
             {"file": str(file), "valid": True, "id": tc.id, "rules_version": rules_version(tc)}
@@ -185,10 +193,11 @@ def _compute(
         raise InputError(f"--started-at: {started_at!r} is not an ISO 8601 time") from e
     if start.tzinfo is None:
         raise InputError("--started-at needs a timezone, for example 2026-12-01T10:00:00Z")
-    from ._io import load_model
-
     inputs = load_model(input_file, AttemptInputs)
-    return SignalCalculator(pin(tc, started_at=start)).compute(inputs)
+    try:
+        return SignalCalculator(pin(tc, started_at=start)).compute(inputs)
+    except InputError as e:
+        raise InputError(f"{input_file}: {e.message}") from e
 
 
 TaskClassOpt = Annotated[str, typer.Option("--task-class", "-t", help="Task-class id.")]
@@ -228,8 +237,6 @@ def signal_explain(
     catalogue: CatalogueOpt = BUNDLED_CATALOGUE,
 ) -> None:
     """Show the transparent breakdown of spec 3.2 as tables."""
-    from ._explain import render
-
     render(out, _compute(catalogue, task_class, input_file, started_at))
 
 
@@ -245,7 +252,8 @@ def main() -> None:
         if os.environ.get("TRIZ_EVAL_DEBUG") == "1":
             raise
         err.print(
-            f"triz-eval: internal error: {type(e).__name__}: {e} (set TRIZ_EVAL_DEBUG=1 for details)",
+            f"triz-eval: internal error: {type(e).__name__}: {e} "
+            "(set TRIZ_EVAL_DEBUG=1 for details)",
             markup=False,
             highlight=False,
         )

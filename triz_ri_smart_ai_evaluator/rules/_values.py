@@ -73,8 +73,7 @@ def format_exact(value: Decimal) -> str:
     """Plain decimal text without exponent or trailing zeros: one spelling per value."""
     if value == 0:
         return "0"
-    text = format(value.normalize(DECIMAL_CONTEXT), "f")
-    return text
+    return format(value.normalize(DECIMAL_CONTEXT), "f")
 
 
 def _utc(value: datetime) -> datetime:

@@ -130,7 +130,7 @@ class Confirmation(Frozen):
     deadline: Text = Field(description="the final confirmation deadline, in words (11.1)")
     control_event: Text | None = None
     control_source: Identifier | None = None
-    observation_days: int | None = Field(default=None, gt=0)
+    observation_days: int | None = Field(default=None, gt=0, strict=True)
     escrow_share: Exact | None = Field(default=None, gt=0, le=1)
     late_indicators: tuple[Identifier, ...] = ()
     at_deadline: AtDeadline | None = None

@@ -86,7 +86,7 @@ _IMPRESSION_WORDS = ("impression", "subjective", "gut feel", "overall feeling", 
 
 
 class Indicator(Frozen):
-    """A performance indicator (spec 1.3, 3.x): what is measured, by whom, and how the AI moves it."""
+    """A performance indicator (spec 1.3, 3.x): what is measured, by whom, how the AI moves it."""
 
     id: Identifier
     name: Text
@@ -158,7 +158,7 @@ FORBIDDEN_GROUNDS = frozenset(
 class BenchmarkVersion(Frozen):
     """One version of a benchmark: the value, when it takes effect and on what ground (spec 2.6)."""
 
-    version: int = Field(ge=1)
+    version: int = Field(ge=1, strict=True)
     value: Exact | None = None
     low: Exact | None = None
     high: Exact | None = None

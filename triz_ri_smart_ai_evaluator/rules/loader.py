@@ -62,10 +62,13 @@ def _line_of(root: yaml.Node | None, path: Sequence[str | int]) -> int:
                     child = value
                     line = key.start_mark.line + 1
                     break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if 0 <= part < len(node.value):
-                child = node.value[part]
-                line = child.start_mark.line + 1
+        elif (
+            isinstance(node, yaml.SequenceNode)
+            and isinstance(part, int)
+            and 0 <= part < len(node.value)
+        ):
+            child = node.value[part]
+            line = child.start_mark.line + 1
         if child is None:
             break
         node = child
@@ -122,10 +125,16 @@ def _locate(
     located: list[Located] = []
     for p in problems:
         located.append(Located(file, _line_of(root, p.path), _field(p.path), p.message))
-    for err in error.errors(include_url=False):
+    errors = error.errors(include_url=False)
+    locs = [tuple(e["loc"]) for e in errors]
+    for err in errors:
         loc = tuple(err["loc"])
         if not loc and problems:
             continue  # the model-level summary of problems already listed above
+        if err["type"] == "too_short" and any(
+            other[: len(loc)] == loc and len(other) > len(loc) for other in locs
+        ):
+            continue  # pydantic's echo of a failed item: "at least 1 item after validation"
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = "unknown field (not part of the task-class schema)"

@@ -212,19 +212,22 @@ def _combination_problems(tc: TaskClass, known: set[str]) -> Iterator[Problem]:
                 f"spec 2.9: indicator {ind.id!r} is placed {placed[ind.id]} times in the "
                 "combination",
             )
-    for group, entries in (("thresholds", comb.thresholds), ("caps", comb.caps)):
+    limits: tuple[tuple[str, tuple[str, ...]], ...] = (
+        ("thresholds", tuple(t.indicator for t in comb.thresholds)),
+        ("caps", tuple(c.indicator for c in comb.caps)),
+    )
+    for group, targets in limits:
         seen: set[str] = set()
-        for n, entry in enumerate(entries):
-            if entry.indicator not in known:
+        for n, target in enumerate(targets):
+            if target not in known:
                 yield Problem(
-                    ("combination", group, n, "indicator"), f"unknown indicator {entry.indicator!r}"
+                    ("combination", group, n, "indicator"), f"unknown indicator {target!r}"
                 )
-            if entry.indicator in seen:
+            if target in seen:
                 yield Problem(
-                    ("combination", group, n, "indicator"),
-                    f"indicator {entry.indicator!r} has two {group}",
+                    ("combination", group, n, "indicator"), f"indicator {target!r} has two {group}"
                 )
-            seen.add(entry.indicator)
+            seen.add(target)
 
     model = tc.formula.model
     if model is Model.NON_COMPENSATORY_SUM:
@@ -238,9 +241,7 @@ def _combination_problems(tc: TaskClass, known: set[str]) -> Iterator[Problem]:
             ("combination",),
             f"spec 7.2-7.3: model {model.value} multiplies indicators and has no blocks",
         )
-    if model is Model.SEPARATE_BLOCKS and not any(
-        c.effect is Effect.QUALITY for c in tc.checklist
-    ):
+    if model is Model.SEPARATE_BLOCKS and not any(c.effect is Effect.QUALITY for c in tc.checklist):
         yield Problem(
             ("checklist",), "spec 7.3: model separate_blocks needs quality items to measure K"
         )

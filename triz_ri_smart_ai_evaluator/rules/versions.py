@@ -84,6 +84,12 @@ def check_no_retrospective_change(
     """
     problems: list[str] = []
     old = {b.indicator: b for b in previous.benchmarks}
+    kept = {b.indicator for b in new.benchmarks}
+    for gone in sorted(set(old) - kept):
+        problems.append(
+            f"spec 4.4: the published benchmark of {gone} may not disappear; a changed function "
+            "is a new task class"
+        )
     for bm in new.benchmarks:
         before = old.get(bm.indicator)
         known = before.versions if before is not None else ()

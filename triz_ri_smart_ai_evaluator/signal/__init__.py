@@ -4,6 +4,7 @@ from .calculator import SignalCalculator, compute_signal, describe_formula, perf
 from .escrow import Settlement, SettlementKind, settle_escrow
 from .inputs import AttemptInputs, ItemState, Measurement, Obstacle, SelfCheckState
 from .result import Outcome, Signal, Status
+from .rework import instance_signal
 
 __all__ = [
     "AttemptInputs",
@@ -19,6 +20,7 @@ __all__ = [
     "Status",
     "compute_signal",
     "describe_formula",
+    "instance_signal",
     "performance",
     "settle_escrow",
 ]

@@ -25,8 +25,16 @@ from ..rules.checklist import Effect
 from ..rules.formula import Model, Neutral
 from ..rules.indicators import BenchmarkVersion, Direction, Indicator
 from ..rules.versions import PinnedRules
-from .inputs import AttemptInputs, ItemState, Measurement
+from .inputs import AttemptInputs, ItemState, Measurement, SelfCheckState
 from .result import BlockLine, CheckLine, IndicatorLine, Outcome, Signal, Status
+
+_VERIFIED = Status.VERIFIED
+_new_tuple = tuple.__new__
+_INCREASE = Direction.INCREASE
+_DECREASE = Direction.DECREASE
+_MISSING = Status.MISSING
+_WRONG_SOURCE = Status.WRONG_SOURCE
+_NO_EVIDENCE = Status.NO_EVIDENCE
 
 
 def performance(indicator: Indicator, benchmark: BenchmarkVersion, value: Decimal) -> Decimal:
@@ -35,20 +43,25 @@ def performance(indicator: Indicator, benchmark: BenchmarkVersion, value: Decima
     increase: F / E (spec 1.6); decrease: E / F, or the declared value at F = 0; interval: 1 inside
     the band, falling linearly to 0 over the declared tolerance outside it.
     """
-    if indicator.direction is Direction.INCREASE:
+    direction = indicator.direction
+    if direction is _INCREASE:
         assert benchmark.value is not None
         return CTX.divide(value, benchmark.value)
-    if indicator.direction is Direction.DECREASE:
-        assert benchmark.value is not None and indicator.decrease_rule is not None
+    if direction is _DECREASE:
+        assert benchmark.value is not None
+        assert indicator.decrease_rule is not None
         if value <= ZERO:
             return indicator.decrease_rule.perf_at_zero
         return CTX.divide(benchmark.value, value)
-    assert benchmark.low is not None and benchmark.high is not None
+    assert benchmark.low is not None
+    assert benchmark.high is not None
     assert indicator.interval_rule is not None
     if value < benchmark.low:
-        miss = CTX.divide(CTX.subtract(benchmark.low, value), indicator.interval_rule.tolerance_below)
+        below = CTX.subtract(benchmark.low, value)
+        miss = CTX.divide(below, indicator.interval_rule.tolerance_below)
     elif value > benchmark.high:
-        miss = CTX.divide(CTX.subtract(value, benchmark.high), indicator.interval_rule.tolerance_above)
+        above = CTX.subtract(value, benchmark.high)
+        miss = CTX.divide(above, indicator.interval_rule.tolerance_above)
     else:
         return ONE
     return max(ZERO, CTX.subtract(ONE, miss))
@@ -64,8 +77,37 @@ def _product(values: list[Decimal]) -> Decimal:
 def _benchmark_text(bm: BenchmarkVersion) -> str:
     if bm.value is not None:
         return format_exact(bm.value)
-    assert bm.low is not None and bm.high is not None
+    assert bm.low is not None
+    assert bm.high is not None
     return f"[{format_exact(bm.low)}, {format_exact(bm.high)}]"
+
+
+def _classify(
+    checks: tuple[CheckLine, ...],
+) -> tuple[list[str], list[str], list[str], list[str], list[Decimal]]:
+    """One pass over the checks: failed critical items, unverified items, omitted self-checks,
+    failed gates and the scores of quality items."""
+    failed_critical: list[str] = []
+    unverified: list[str] = []
+    omitted: list[str] = []
+    failed_gates: list[str] = []
+    quality: list[Decimal] = []
+    for c in checks:
+        kind = c.kind
+        if kind == "self_check":
+            if c.state != "performed":
+                omitted.append(c.id)
+        elif c.status is not _VERIFIED:
+            unverified.append(f"check {c.id}: {c.status.value}")
+        elif kind == "critical":
+            if c.state == "failed":
+                failed_critical.append(c.id)
+        elif kind == "gate":
+            if c.state == "failed":
+                failed_gates.append(c.id)
+        elif c.score is not None:
+            quality.append(c.score)
+    return failed_critical, unverified, omitted, failed_gates, quality
 
 
 def describe_formula(pinned: PinnedRules) -> str:
@@ -99,27 +141,58 @@ class SignalCalculator:
         self._formula_text = describe_formula(pinned)
         self._functions = tuple(f.id for f in tc.functions)
         self._sources = {s.id for s in tc.sources}
-        roles: dict[str, str] = {i: "multiplied" for i in tc.combination.multiplied}
+        roles: dict[str, str] = dict.fromkeys(tc.combination.multiplied, "multiplied")
         for block in tc.combination.blocks:
-            roles.update({i: f"block:{block.id}" for i in block.indicators})
-        roles.update({i: "reported_only" for i in tc.combination.reported_only})
+            roles.update(dict.fromkeys(block.indicators, f"block:{block.id}"))
+        roles.update(dict.fromkeys(tc.combination.reported_only, "reported_only"))
         self._roles = roles
         self._rewarded = frozenset(tc.rewarded_indicators())
         self._minimum = {t.indicator: t.minimum for t in tc.combination.thresholds}
         self._cap = {c.indicator: c.maximum for c in tc.combination.caps}
+        # Per indicator: what the hot loop needs, with the constant head of its IndicatorLine.
         self._indicators = tuple(
-            (ind, pinned.benchmarks[ind.id], _benchmark_text(pinned.benchmarks[ind.id]))
+            (
+                ind.id,
+                ind,
+                pinned.benchmarks[ind.id],
+                (
+                    ind.id,
+                    ind.name,
+                    ind.unit,
+                    ind.direction.value,
+                    roles[ind.id],
+                    _benchmark_text(pinned.benchmarks[ind.id]),
+                    pinned.benchmarks[ind.id].version,
+                    ind.source,
+                ),
+                pinned.benchmarks[ind.id].value if ind.direction is _INCREASE else None,
+                self._cap.get(ind.id),
+                self._minimum.get(ind.id),
+            )
             for ind in tc.indicators
         )
-        self._items = tuple(tc.checklist)
+        # Per-item facts precomputed once: the hot path reads plain strings, not enum properties.
+        self._items = tuple((i.id, i.effect.value, i.data_source) for i in tc.checklist)
         self._item_ids = frozenset(i.id for i in tc.checklist)
-        self._self_checks = tuple(tc.self_checks)
+        self._self_checks = tuple((c.id, c.data_source) for c in tc.self_checks)
         self._self_check_ids = frozenset(c.id for c in tc.self_checks)
         self._indicator_ids = frozenset(i.id for i in tc.indicators)
         self._delayed = tc.confirmation.kind == "delayed"
         self._escrow_share = tc.confirmation.escrow_share or ZERO
-        self._negative = tc.formula.negative_value if tc.formula.negative_value is not None else ZERO
+        negative = tc.formula.negative_value
+        self._negative = negative if negative is not None else ZERO
         self._cost_id = tc.formula.cost.id if tc.formula.cost is not None else None
+        self._line_cache: dict[tuple[object, ...], CheckLine] = {}
+        # The first seven fields of every Signal of this calculator, in Signal's field order.
+        self._header = (
+            tc.id,
+            pinned.version,
+            self._functions,
+            tc.formula.model.value,
+            tc.formula.mode.value,
+            self._formula_text,
+            self._base,
+        )
 
     # -- input checks -----------------------------------------------------------------
     def _check_ids(self, inputs: AttemptInputs) -> None:
@@ -128,27 +201,27 @@ class SignalCalculator:
             ("checklist item", inputs.checklist, self._item_ids),
             ("self-check", inputs.self_checks, self._self_check_ids),
         ):
-            unknown = sorted(set(given) - known)
+            if given.keys() <= known:
+                continue
+            unknown = sorted(given.keys() - known)
             if unknown:
                 # spec 11.12: a value for something the class does not declare cannot count.
                 raise InputError(
                     f"{self._tc.id}: {name} {unknown[0]!r} is not declared by the task class"
                 )
-        extra_costs = sorted(set(inputs.costs) - ({self._cost_id} - {None}))
+        extra_costs = sorted(k for k in inputs.costs if k != self._cost_id)
         if extra_costs:
             raise InputError(f"{self._tc.id}: cost {extra_costs[0]!r} is not the class's cost C")
 
     @staticmethod
-    def _status(
-        record: Measurement | ItemState | None, source: str
-    ) -> Status:
+    def _status(record: Measurement | ItemState | SelfCheckState | None, source: str) -> Status:
         if record is None:
-            return Status.MISSING
+            return _MISSING
         if record.source != source:
-            return Status.WRONG_SOURCE
+            return _WRONG_SOURCE
         if not record.evidence:
-            return Status.NO_EVIDENCE
-        return Status.VERIFIED
+            return _NO_EVIDENCE
+        return _VERIFIED
 
     # -- the computation --------------------------------------------------------------
     def compute(self, inputs: AttemptInputs) -> Signal:
@@ -173,30 +246,11 @@ class SignalCalculator:
             held = ZERO
             if self._delayed and value > ZERO:
                 held = CTX.multiply(value, self._escrow_share)
+            # Positional construction, header fields precomputed once per calculator.
             return Signal(
-                task_class=self._tc.id,
-                rules_version=self.pinned.version,
-                functions=self._functions,
-                model=self._formula.model.value,
-                mode=self._formula.mode.value,
-                formula=self._formula_text,
-                base_unit=self._base,
-                indicators=lines,
-                checks=checks,
-                blocks=blocks,
-                quality_k=k,
-                perf_overall=overall,
-                outcome=outcome,
-                reasons=tuple(reasons),
-                critical_violation=critical,
-                claims=claims,
-                obstacles=obstacles,
-                cost_id=self._cost_id,
-                cost=cost,
-                value=value,
-                delayed=self._delayed,
-                held=held,
-                payable_now=CTX.subtract(value, held),
+                *self._header, lines, checks, blocks, k, overall, outcome, tuple(reasons),
+                critical, claims, obstacles, self._cost_id, cost, value, self._delayed, held,
+                CTX.subtract(value, held),
             )
 
         if obstacles:
@@ -205,7 +259,7 @@ class SignalCalculator:
             neutral = self._base if self._formula.neutral is Neutral.BASE else ZERO
             return finish(Outcome.OBJECTIVELY_IMPOSSIBLE, neutral)
 
-        failed_critical = [c.id for c in checks if c.kind == "critical" and c.state == "failed"]
+        failed_critical, unverified_checks, omitted, failed_gates, quality = _classify(checks)
         if failed_critical:
             reasons.extend(f"critical violation: {i}" for i in failed_critical)
             return finish(Outcome.QUALITY_VIOLATION, self._negative, critical=True)
@@ -213,31 +267,24 @@ class SignalCalculator:
         unverified = [
             f"indicator {line.id}: {line.status.value}"
             for line in lines
-            if line.id in self._rewarded and line.status is not Status.VERIFIED
+            if line.status is not _VERIFIED and line.id in self._rewarded
         ]
-        unverified += [
-            f"check {c.id}: {c.status.value}"
-            for c in checks
-            if c.kind != "self_check" and c.status is not Status.VERIFIED
-        ]
+        unverified += unverified_checks
         if unverified:
             # spec 6.8, 8.8, 11.10: without evidence a claim stays a claim; fail closed.
             reasons.extend(unverified)
             outcome = Outcome.CLAIMED_NOT_VERIFIED if claims else Outcome.NOT_VERIFIED
             return finish(outcome, ZERO)
 
-        omitted = [c.id for c in checks if c.kind == "self_check" and c.state != "performed"]
         if omitted:
             # spec 6.9, 9.18, 11.19: not admissible, whatever it saved; costs are not compared.
             reasons.extend(f"mandatory self-check omitted: {i}" for i in omitted)
             return finish(Outcome.QUALITY_VIOLATION, ZERO)
 
-        failed_gates = [c.id for c in checks if c.kind == "gate" and c.state == "failed"]
         if failed_gates:
             reasons.extend(f"gate failed: {i}" for i in failed_gates)
             return finish(Outcome.NOT_OBTAINED, ZERO)
 
-        quality = [c.score for c in checks if c.kind == "quality" and c.score is not None]
         k = CTX.divide(sum(quality, ZERO), Decimal(len(quality))) if quality else ONE
         if self._formula.model is Model.GATE and k < self._formula.quality_minimum:
             reasons.append(f"K {format_exact(k)} below the mandatory level")
@@ -286,65 +333,76 @@ class SignalCalculator:
     ) -> tuple[tuple[IndicatorLine, ...], dict[str, Decimal]]:
         lines = []
         perf: dict[str, Decimal] = {}
-        for ind, bm, bm_text in self._indicators:
-            m = inputs.measurements.get(ind.id)
+        measurements = inputs.measurements
+        make = _new_tuple
+        for ind_id, ind, bm, rest, ratio_of, cap, minimum in self._indicators:
+            m = measurements.get(ind_id)
             status = self._status(m, ind.source)
-            p: Decimal | None = None
-            cap = self._cap.get(ind.id)
-            minimum = self._minimum.get(ind.id)
-            below = False
-            if status is Status.VERIFIED:
-                assert m is not None
-                p = performance(ind, bm, m.value)
-                if cap is not None and p > cap:
-                    p = cap
-                below = minimum is not None and p < minimum
-                perf[ind.id] = p
-            lines.append(
-                IndicatorLine(
-                    id=ind.id,
-                    name=ind.name,
-                    unit=ind.unit,
-                    direction=ind.direction.value,
-                    role=self._roles[ind.id],
-                    benchmark=bm_text,
-                    benchmark_version=bm.version,
-                    source=ind.source,
-                    status=status,
-                    verified_value=m.value if m is not None and status is Status.VERIFIED else None,
-                    evidence=tuple(m.evidence) if m is not None else (),
-                    performance=p,
-                    cap=cap,
-                    minimum=minimum,
-                    below_minimum=below,
-                )
-            )
+            if status is not _VERIFIED or m is None:
+                evidence = m.evidence if m is not None else ()
+                lines.append(make(IndicatorLine, (*rest, status, None, evidence, None, cap,
+                                                  minimum, False)))
+                continue
+            value = m.value
+            # The common case, increase (Perf = F / E), without a call; others via performance().
+            p = CTX.divide(value, ratio_of) if ratio_of is not None else performance(ind, bm, value)
+            if cap is not None and p > cap:
+                p = cap
+            below = minimum is not None and p < minimum
+            perf[ind_id] = p
+            lines.append(make(IndicatorLine, (*rest, status, value, m.evidence, p, cap, minimum,
+                                              below)))
         return tuple(lines), perf
 
     def _check_lines(self, inputs: AttemptInputs) -> tuple[CheckLine, ...]:
+        # Check lines take few distinct values, so they are memoised per calculator (they are
+        # immutable); this keeps the full breakdown cheap enough for a training loop.
+        cache = self._line_cache
+        if len(cache) > 4096:
+            cache.clear()
         out = []
-        for item in self._items:
-            state = inputs.checklist.get(item.id)
-            status = self._status(state, item.data_source)
-            if status is Status.VERIFIED:
-                assert state is not None
-                out.append(CheckLine(item.id, item.effect.value, status, state.state, state.score))
+        given = inputs.checklist
+        for item_id, kind, data_source in self._items:
+            state = given.get(item_id)
+            # Inlined _status(): this loop runs for every item of every attempt.
+            if state is None:
+                status = _MISSING
+            elif state.source != data_source:
+                status = _WRONG_SOURCE
+            elif not state.evidence:
+                status = _NO_EVIDENCE
             else:
-                out.append(CheckLine(item.id, item.effect.value, status, "unverified", None))
-        for check in self._self_checks:
-            sc = inputs.self_checks.get(check.id)
+                status = _VERIFIED
+            key: tuple[object, ...] = (item_id, status, state.state, state.degree) if (
+                status is _VERIFIED and state is not None
+            ) else (item_id, status)
+            line = cache.get(key)
+            if line is None:
+                if status is _VERIFIED and state is not None:
+                    line = CheckLine(item_id, kind, status, state.state, state.score)
+                else:
+                    line = CheckLine(item_id, kind, status, "unverified", None)
+                cache[key] = line
+            out.append(line)
+        performed = inputs.self_checks
+        for check_id, data_source in self._self_checks:
+            sc = performed.get(check_id)
             if sc is None:
-                status = Status.MISSING
-            elif sc.source != check.data_source:
-                status = Status.WRONG_SOURCE
+                status = _MISSING
+            elif sc.source != data_source:
+                status = _WRONG_SOURCE
             elif not sc.evidence:
-                status = Status.NO_EVIDENCE
+                status = _NO_EVIDENCE
             else:
-                status = Status.VERIFIED
-            done = status is Status.VERIFIED and sc is not None and sc.performed
-            out.append(
-                CheckLine(check.id, "self_check", status, "performed" if done else "omitted", None)
-            )
+                status = _VERIFIED
+            done = status is _VERIFIED and sc is not None and sc.performed
+            check_key = (check_id, status, done)
+            line = cache.get(check_key)
+            if line is None:
+                label = "performed" if done else "omitted"
+                line = CheckLine(check_id, "self_check", status, label, None)
+                cache[check_key] = line
+            out.append(line)
         return tuple(out)
 
     def _accepted_obstacles(self, inputs: AttemptInputs) -> tuple[str, ...]:

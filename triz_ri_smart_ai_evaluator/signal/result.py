@@ -1,15 +1,15 @@
 """The signal and its transparent breakdown (spec 3.2, 6.7, 7.1, 10.1).
 
-No I/O.  Small frozen values; ``to_dict`` gives the stable JSON form documented in the README,
-with every number as an exact decimal string.
+No I/O.  Small immutable values (named tuples: a signal is built for every attempt, and tuple
+construction keeps the calculator fast enough for training loops).  ``to_dict`` gives the stable
+JSON form documented in the README, with every number as an exact decimal string.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..rules._values import format_exact
 
@@ -39,8 +39,7 @@ def _num(value: Decimal | None) -> str | None:
     return None if value is None else format_exact(value)
 
 
-@dataclass(frozen=True, slots=True)
-class IndicatorLine:
+class IndicatorLine(NamedTuple):
     id: str
     name: str
     unit: str
@@ -77,8 +76,7 @@ class IndicatorLine:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class CheckLine:
+class CheckLine(NamedTuple):
     """A checklist item or mandatory self-check and its verified state."""
 
     id: str
@@ -97,8 +95,7 @@ class CheckLine:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class BlockLine:
+class BlockLine(NamedTuple):
     id: str
     performance: Decimal | None
     threshold: Decimal
@@ -113,8 +110,7 @@ class BlockLine:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Signal:
+class Signal(NamedTuple):
     """A training signal with everything spec 3.2 requires to be visible to owner and auditor."""
 
     task_class: str
