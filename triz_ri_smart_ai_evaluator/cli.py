@@ -47,6 +47,15 @@ signal_app = typer.Typer(help="Compute a training signal from verified inputs.")
 app.add_typer(catalogue_app, name="catalogue", no_args_is_help=True)
 app.add_typer(signal_app, name="signal", no_args_is_help=True)
 
+
+def _register_trust_record() -> None:
+    from .cli_ledger import attempt_app, escrow_app, ledger_app, witness_app
+
+    app.add_typer(ledger_app, name="ledger", no_args_is_help=True)
+    app.add_typer(witness_app, name="witness", no_args_is_help=True)
+    app.add_typer(attempt_app, name="attempt", no_args_is_help=True)
+    app.add_typer(escrow_app, name="escrow", no_args_is_help=True)
+
 out = Console()
 err = Console(stderr=True, soft_wrap=True)
 
@@ -243,6 +252,7 @@ def signal_explain(
 def main() -> None:
     """Entry point: run the CLI and turn every evaluator error into one line."""
     try:
+        _register_trust_record()
         # Standalone mode: typer reports usage errors itself (exit 2) and exits via SystemExit.
         app()
     except EvaluatorError as e:

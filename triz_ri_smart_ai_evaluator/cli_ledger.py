@@ -1,0 +1,304 @@
+"""``triz-eval ledger | witness | attempt | escrow``: the trust record on the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ._io import load_model, read_document
+from .errors import InputError, IntegrityError
+from .ledger import attempts as attempt_log
+from .ledger.log import (
+    DEFAULT_ORIGIN,
+    LOG_VKEY_FILE,
+    create_log_key,
+    load_vkey,
+    open_sqlite_ledger,
+    prove_consistency,
+    prove_inclusion,
+    verify_ledger,
+    witness_cosign,
+    witness_notes_for,
+)
+from .ledger.recompute import recompute_ledger
+from .ledger.witness import WitnessStore
+from .rules.loader import BUNDLED_CATALOGUE, load_catalogue
+from .rules.versions import pin
+from .signal.inputs import AttemptInputs
+
+ledger_app = typer.Typer(help="The tamper-evident ledger: init, verify, recompute, proofs.")
+witness_app = typer.Typer(help="An independent witness that cosigns consistent checkpoints.")
+attempt_app = typer.Typer(help="Attempts: evaluate into the ledger, show the spec 10.1 record.")
+escrow_app = typer.Typer(help="Escrow: settle a held share with a late verified value.")
+
+out = Console()
+err = Console(stderr=True)
+
+DbOpt = Annotated[Path, typer.Option("--db", envvar="TRIZ_EVAL_DB", help="Ledger database.")]
+KeysOpt = Annotated[
+    Path, typer.Option("--keys", envvar="TRIZ_EVAL_KEYS", help="Folder of the log's keys.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+DEFAULT_DB = Path(".triz-eval/ledger.db")
+DEFAULT_KEYS = Path(".triz-eval/keys")
+DEFAULT_WITNESS = Path(".triz-eval/witness")
+
+
+def _emit(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+@ledger_app.command("init")
+def ledger_init(
+    db: DbOpt = DEFAULT_DB,
+    keys: KeysOpt = DEFAULT_KEYS,
+    origin: Annotated[
+        str, typer.Option(help="The log's name in its checkpoints.")
+    ] = DEFAULT_ORIGIN,
+) -> None:
+    """Create the log key (never overwritten) and an empty ledger database."""
+    if not (keys / "log.key").exists():
+        vkey = create_log_key(keys, origin=origin)
+        out.print(f"log key created in {keys}; public key: {vkey.vkey()}")
+    db.parent.mkdir(parents=True, exist_ok=True)
+    open_sqlite_ledger(db, keys).close()
+    out.print(f"ledger ready: {db}")
+
+
+@ledger_app.command("verify")
+def ledger_verify(
+    db: DbOpt = DEFAULT_DB,
+    log_vkey: Annotated[
+        Path | None, typer.Option(help="Log public key (default KEYS/log.vkey).")
+    ] = None,
+    keys: KeysOpt = DEFAULT_KEYS,
+    witness: Annotated[Path | None, typer.Option(help="Witness folder to check against.")] = None,
+    witness_vkey: Annotated[Path | None, typer.Option(help="Witness public key file.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check chain, Merkle roots, checkpoint signatures and the witness's cosigned checkpoints.
+
+    Exits 3 and names the first divergence when anything does not verify.
+    """
+    log_key = load_vkey(log_vkey or keys / LOG_VKEY_FILE)
+    notes: list[str] = []
+    wkey = None
+    if witness is not None:
+        store = WitnessStore(witness)
+        wkey = load_vkey(witness_vkey) if witness_vkey else store.signer().verifier
+        notes = witness_notes_for(store, log_key.name)
+    ledger = open_sqlite_ledger(db, read_only=True)
+    try:
+        report = verify_ledger(ledger, log_key=log_key, witness_notes=notes, witness_key=wkey)
+    finally:
+        ledger.close()
+    if as_json:
+        _emit(report.to_dict())
+    elif report.ok:
+        out.print(
+            f"ok: {report.size} events; {report.checkpoints_checked} log checkpoints and "
+            f"{report.witnessed_checked} witnessed checkpoints match; "
+            f"{report.evidence_checked} evidence blobs intact"
+        )
+    if not report.ok:
+        raise IntegrityError(f"ledger does not verify: {report.problems[0]}")
+
+
+@ledger_app.command("recompute")
+def ledger_recompute(db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False) -> None:
+    """Replay every attempt's original measurements through an independent implementation and
+    compare every indicator and award byte for byte (spec 10.2, 11.13)."""
+    ledger = open_sqlite_ledger(db, read_only=True)
+    try:
+        report = recompute_ledger(ledger)
+    finally:
+        ledger.close()
+    if as_json:
+        _emit(report.to_dict())
+    elif report.ok:
+        out.print(f"ok: {report.matched} of {report.attempts} attempts reproduced byte for byte")
+    if not report.ok:
+        raise IntegrityError(f"recompute differs: {report.mismatches[0]}")
+
+
+@ledger_app.command("checkpoint")
+def ledger_checkpoint(db: DbOpt = DEFAULT_DB, keys: KeysOpt = DEFAULT_KEYS) -> None:
+    """Sign a checkpoint of the current tree now."""
+    ledger = open_sqlite_ledger(db, keys)
+    try:
+        ledger.append([], force_checkpoint=True)
+        size, _ = ledger.checkpoints()[-1] if ledger.checkpoints() else (0, "")
+    finally:
+        ledger.close()
+    out.print(f"checkpoint at size {size}")
+
+
+@ledger_app.command("prove")
+def ledger_prove(
+    seq: Annotated[int, typer.Option(help="Event to prove (1-based).")],
+    size: Annotated[int | None, typer.Option(help="Tree size (default: all).")] = None,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Print an RFC 6962 inclusion proof of one event as JSON."""
+    ledger = open_sqlite_ledger(db, read_only=True)
+    try:
+        _emit(prove_inclusion(ledger, seq, size))
+    finally:
+        ledger.close()
+
+
+@ledger_app.command("consistency")
+def ledger_consistency(
+    old: Annotated[int, typer.Option(help="Old tree size.")],
+    new: Annotated[int | None, typer.Option(help="New tree size (default: all).")] = None,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Print an RFC 6962 consistency proof between two tree sizes as JSON."""
+    ledger = open_sqlite_ledger(db, read_only=True)
+    try:
+        _emit(prove_consistency(ledger, old, new))
+    finally:
+        ledger.close()
+
+
+@ledger_app.command("reconcile")
+def ledger_reconcile(db: DbOpt = DEFAULT_DB, keys: KeysOpt = DEFAULT_KEYS) -> None:
+    """Write attempt.abandoned for attempts past their deadline with no outcome (spec 10.4)."""
+    ledger = open_sqlite_ledger(db, keys)
+    try:
+        late = attempt_log.reconcile(ledger, now=datetime.now(UTC))
+    finally:
+        ledger.close()
+    out.print(f"{len(late)} attempt(s) marked abandoned" + (f": {', '.join(late)}" if late else ""))
+
+
+@witness_app.command("init")
+def witness_init(
+    directory: Annotated[Path, typer.Option("--dir", help="Witness folder.")] = DEFAULT_WITNESS,
+    name: Annotated[str, typer.Option(help="Witness key name.")] = "triz-eval.local/witness",
+) -> None:
+    """Create the witness's own key (mode 0600, never overwritten) and print its public key."""
+    vkey = WitnessStore(directory).init(name)
+    (directory / "witness.vkey").write_text(vkey.vkey() + "\n", encoding="utf-8")
+    out.print(vkey.vkey())
+
+
+@witness_app.command("cosign")
+def witness_cosign_cmd(
+    directory: Annotated[Path, typer.Option("--dir", help="Witness folder.")] = DEFAULT_WITNESS,
+    db: DbOpt = DEFAULT_DB,
+    log_vkey: Annotated[Path | None, typer.Option(help="Log public key.")] = None,
+    keys: KeysOpt = DEFAULT_KEYS,
+) -> None:
+    """Cosign the ledger's latest checkpoint if it is consistent with the last one cosigned."""
+    log_key = load_vkey(log_vkey or keys / LOG_VKEY_FILE)
+    ledger = open_sqlite_ledger(db, read_only=True)
+    try:
+        size, _ = witness_cosign(ledger, WitnessStore(directory), log_key=log_key)
+    finally:
+        ledger.close()
+    out.print(f"cosigned checkpoint at size {size}")
+
+
+@attempt_app.command("evaluate")
+def attempt_evaluate(
+    task_class: Annotated[str, typer.Option("--task-class", "-t", help="Task-class id.")],
+    input_file: Annotated[Path, typer.Option("--input", "-i", help="Verified inputs.")],
+    attempt_id: Annotated[str | None, typer.Option(help="Attempt id (default: new).")] = None,
+    db: DbOpt = DEFAULT_DB,
+    keys: KeysOpt = DEFAULT_KEYS,
+    catalogue: Annotated[Path, typer.Option(help="Task-class folder.")] = BUNDLED_CATALOGUE,
+    as_json: JsonOpt = False,
+) -> None:
+    """Initiate an attempt in the ledger, record its measurements and award its signal."""
+    classes = load_catalogue(catalogue)
+    if task_class not in classes:
+        raise InputError(f"unknown task class {task_class!r}")
+    inputs = load_model(input_file, AttemptInputs)
+    now = datetime.now(UTC)
+    pinned = pin(classes[task_class], started_at=now)
+    aid = attempt_id or f"att-{uuid.uuid4().hex[:16]}"
+    ledger = open_sqlite_ledger(db, keys)
+    try:
+        attempt_log.initiate(
+            ledger,
+            pinned,
+            attempt_id=aid,
+            task_version="1",
+            started_at=now,
+            deadline=now + timedelta(hours=1),
+        )
+        try:
+            signal = attempt_log.evaluate(ledger, pinned, inputs, attempt_id=aid, at=now)
+        except InputError as e:
+            raise InputError(f"{input_file}: {e.message}") from e
+    finally:
+        ledger.close()
+    if as_json:
+        _emit({"attempt_id": aid, **signal.to_dict()})
+    else:
+        out.print(f"{aid}: S = {signal.value}  outcome={signal.outcome.value}")
+
+
+@attempt_app.command("show")
+def attempt_show(
+    attempt_id: Annotated[str, typer.Argument(help="Attempt id.")],
+    db: DbOpt = DEFAULT_DB,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print every field spec 10.1 requires for one attempt."""
+    ledger = open_sqlite_ledger(db, read_only=True)
+    try:
+        events = ledger.attempt_events(attempt_id)
+    finally:
+        ledger.close()
+    if not events:
+        raise InputError(f"no attempt {attempt_id!r} in {db}")
+    record = attempt_log.attempt_record(events)
+    if as_json:
+        _emit(record)
+        return
+    table = Table(title=f"Attempt {attempt_id} (spec 10.1)", show_header=False)
+    table.add_column("field")
+    table.add_column("value")
+    for key, value in record.items():
+        if key == "events":
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        table.add_row(key, text if len(text) < 400 else text[:400] + " …")
+    table.add_row("events", ", ".join(f"{e['seq']}:{e['kind']}" for e in record["events"]))
+    out.print(table)
+
+
+@escrow_app.command("settle")
+def escrow_settle(
+    attempt_id: Annotated[str, typer.Argument(help="Attempt id.")],
+    late: Annotated[
+        Path | None, typer.Option(help="Late values: {indicator: measurement}.")
+    ] = None,
+    deadline_passed: Annotated[
+        bool, typer.Option(help="No control event by the deadline.")
+    ] = False,
+    db: DbOpt = DEFAULT_DB,
+    keys: KeysOpt = DEFAULT_KEYS,
+) -> None:
+    """Release or adjust an attempt's escrow under the rules it started with (spec 10.6)."""
+    if (late is None) == (not deadline_passed):
+        raise InputError("give exactly one of --late FILE or --deadline-passed")
+    values = read_document(late) if late is not None else None
+    if values is not None and not isinstance(values, dict):
+        raise InputError(f"{late}: expected a mapping of indicator to measurement")
+    ledger = open_sqlite_ledger(db, keys)
+    try:
+        result = attempt_log.settle(ledger, attempt_id, late=values, at=datetime.now(UTC))
+    finally:
+        ledger.close()
+    _emit(result.to_dict())

@@ -1,0 +1,510 @@
+"""Attempts in the ledger: the lifecycle events and the spec 10.1 record.
+
+Writing follows spec 10.3 and 10.4: ``attempt.initiated`` is written *before* the attempt runs,
+so the policy cannot choose which attempts are logged; original measurements, evidence, the
+verifier's decision, calculated indicators, the award decision and comments are separate events,
+and a comment never changes a measurement.  The rules in force are recorded once per version as
+``rules.published`` with their canonical bytes, so the ledger alone is enough to recompute.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import InputError, IntegrityError
+from ..rules.task_class import TaskClass
+from ..rules.versions import PinnedRules, canonical_rules, pin
+from ..signal.calculator import SignalCalculator
+from ..signal.escrow import Settlement, settle_escrow
+from ..signal.inputs import AttemptInputs, Measurement
+from ..signal.result import Signal
+from .events import OUTCOME_KINDS, Event, EventKind, NewEvent
+from .store import LedgerStore
+
+HARNESS = "evaluator"
+
+
+def _ev(
+    kind: EventKind,
+    data: dict[str, Any],
+    *,
+    attempt: str | None,
+    at: datetime,
+    actor: str = HARNESS,
+) -> NewEvent:
+    return NewEvent.make(kind, data, actor=actor, at=at, attempt=attempt)
+
+
+def rules_published_in(store: LedgerStore) -> set[str]:
+    return {
+        str(fields["data"]["rules_version"])
+        for fields in _scan_kind(store, EventKind.RULES_PUBLISHED)
+    }
+
+
+def _scan_kind(store: LedgerStore, kind: EventKind) -> Iterable[dict[str, Any]]:
+    marker = f'"kind":"{kind.value}"'.encode()
+    for _, body in store.scan():
+        if marker in body:
+            fields = json.loads(body)
+            if fields["kind"] == kind.value:
+                yield fields
+
+
+def initiate(
+    store: LedgerStore,
+    pinned: PinnedRules,
+    *,
+    attempt_id: str,
+    task_version: str,
+    started_at: datetime,
+    deadline: datetime,
+    control_ids: Iterable[str] = (),
+    verifier_version: str = "none",
+    artefact_sha256: str | None = None,
+) -> int:
+    """Record an attempt before it runs (spec 10.4), with every rule it will be judged by."""
+    if any(e.kind == EventKind.ATTEMPT_INITIATED.value for e in store.attempt_events(attempt_id)):
+        raise InputError(f"attempt {attempt_id!r} was already initiated")
+    tc = pinned.task_class
+    events = []
+    if pinned.version not in rules_published_in(store):
+        events.append(
+            _ev(
+                EventKind.RULES_PUBLISHED,
+                {
+                    "task_class": tc.id,
+                    "rules_version": pinned.version,
+                    "canonical_rules": canonical_rules(tc).decode("utf-8"),
+                },
+                attempt=None,
+                at=started_at,
+            )
+        )
+    data = {
+        "task_class": tc.id,
+        "attempt_id": attempt_id,
+        "task_version": task_version,
+        "rules_version": pinned.version,
+        "functions": [f.id for f in tc.functions],
+        "indicators": [i.id for i in tc.indicators],
+        "benchmarks": {
+            ind: {
+                "version": bm.version,
+                "value": None if bm.value is None else str(bm.value),
+                "low": None if bm.low is None else str(bm.low),
+                "high": None if bm.high is None else str(bm.high),
+            }
+            for ind, bm in sorted(pinned.benchmarks.items())
+        },
+        # spec 10.1: identifiers of the control data, never the control data itself.
+        "control_ids": sorted(control_ids),
+        "sources": {
+            s.id: {"kind": s.kind.value, "authentication": s.authentication} for s in tc.sources
+        },
+        # spec 10.1: the policy's access permissions for each source.
+        "policy_access": {s.id: s.policy_access.value for s in tc.sources},
+        "checklist": [c.id for c in tc.checklist],
+        "self_checks": [c.id for c in tc.self_checks],
+        "formula": tc.formula.model.value,
+        "verifier_version": verifier_version,
+        "artefact_sha256": artefact_sha256,
+        "started_at": started_at.astimezone(UTC).isoformat(),
+        "deadline": deadline.astimezone(UTC).isoformat(),
+    }
+    events.append(_ev(EventKind.ATTEMPT_INITIATED, data, attempt=attempt_id, at=started_at))
+    return store.append(events)[-1]
+
+
+def record_measurements(
+    store: LedgerStore, attempt_id: str, inputs: AttemptInputs, *, at: datetime
+) -> list[int]:
+    """Record the original measurements, checklist states, self-checks, costs, obstacles and
+    claims exactly as received (spec 10.3): one event each, each naming its source."""
+    events = []
+    for ind, m in sorted(inputs.measurements.items()):
+        events.append(
+            _ev(
+                EventKind.MEASUREMENT_RAW,
+                {"what": "indicator", "id": ind, **m.model_dump(mode="json")},
+                attempt=attempt_id,
+                at=at,
+                actor=m.source,
+            )
+        )
+    for item, state in sorted(inputs.checklist.items()):
+        events.append(
+            _ev(
+                EventKind.MEASUREMENT_RAW,
+                {"what": "checklist", "id": item, **state.model_dump(mode="json")},
+                attempt=attempt_id,
+                at=at,
+                actor=state.source,
+            )
+        )
+    for check, sc in sorted(inputs.self_checks.items()):
+        events.append(
+            _ev(
+                EventKind.MEASUREMENT_RAW,
+                {"what": "self_check", "id": check, **sc.model_dump(mode="json")},
+                attempt=attempt_id,
+                at=at,
+                actor=sc.source,
+            )
+        )
+    for cost, value in sorted(inputs.costs.items()):
+        events.append(
+            _ev(
+                EventKind.MEASUREMENT_RAW,
+                {"what": "cost", "id": cost, "value": str(value)},
+                attempt=attempt_id,
+                at=at,
+            )
+        )
+    for obstacle in inputs.obstacles:
+        events.append(
+            _ev(
+                EventKind.MEASUREMENT_RAW,
+                {"what": "obstacle", **obstacle.model_dump(mode="json")},
+                attempt=attempt_id,
+                at=at,
+                actor=obstacle.recorded_by,
+            )
+        )
+    for claim in inputs.claims:
+        # spec 8.8: a claim is stored as what it is, a claim; it never becomes evidence.
+        events.append(
+            _ev(
+                EventKind.MEASUREMENT_RAW,
+                {"what": "claim", "text": claim},
+                attempt=attempt_id,
+                at=at,
+                actor="policy",
+            )
+        )
+    return store.append(events) if events else []
+
+
+def indicators_payload(signal: Signal) -> dict[str, Any]:
+    """What ``indicators.computed`` holds: performance values, K, Perf_overall, blocks."""
+
+    def n(v: object) -> str | None:
+        return None if v is None else str(v)
+
+    d = signal.to_dict()
+    return {
+        "performance": {i["id"]: i["performance"] for i in d["indicators"]},
+        "status": {i["id"]: i["status"] for i in d["indicators"]},
+        "below_minimum": sorted(i["id"] for i in d["indicators"] if i["below_minimum"]),
+        "checks": {c["id"]: c["state"] for c in d["checks"]},
+        "quality_k": d["quality_k"],
+        "perf_overall": d["perf_overall"],
+        "blocks": {b["id"]: b["value"] for b in d["blocks"]},
+        "cost": n(d["cost"]["value"]),
+    }
+
+
+def award_payload(signal: Signal) -> dict[str, Any]:
+    """What ``award.decision`` holds: the signal and its preliminary / held / final parts."""
+    d = signal.to_dict()
+    return {
+        "rules_version": signal.rules_version,
+        "outcome": d["outcome"],
+        "reasons": d["reasons"],
+        "critical_violation": d["critical_violation"],
+        "verified": d["verified"],
+        "mode": d["mode"],
+        "training_use": d["training_use"],
+        **d["signal"],
+    }
+
+
+def evaluate(
+    store: LedgerStore,
+    pinned: PinnedRules,
+    inputs: AttemptInputs,
+    *,
+    attempt_id: str,
+    at: datetime,
+) -> Signal:
+    """Record measurements, compute the signal, record indicators, award and (if delayed)
+    the held escrow, then mark the attempt completed.  The attempt must be initiated."""
+    events = store.attempt_events(attempt_id)
+    if not any(e.kind == EventKind.ATTEMPT_INITIATED.value for e in events):
+        raise InputError(f"attempt {attempt_id!r} was not initiated (spec 10.4)")
+    if any(e.kind in OUTCOME_KINDS for e in events):
+        raise InputError(f"attempt {attempt_id!r} already has an outcome")
+    record_measurements(store, attempt_id, inputs, at=at)
+    signal = SignalCalculator(pinned).compute(inputs)
+    out = [
+        _ev(EventKind.INDICATORS_COMPUTED, indicators_payload(signal), attempt=attempt_id, at=at),
+        _ev(EventKind.AWARD_DECISION, award_payload(signal), attempt=attempt_id, at=at),
+    ]
+    if signal.delayed:
+        out.append(
+            _ev(
+                EventKind.ESCROW_HELD,
+                {"held": str(signal.held), "payable_now": str(signal.payable_now)},
+                attempt=attempt_id,
+                at=at,
+            )
+        )
+    out.append(
+        _ev(
+            EventKind.ATTEMPT_COMPLETED,
+            {"outcome": signal.outcome.value},
+            attempt=attempt_id,
+            at=at,
+        )
+    )
+    store.append(out)
+    return signal
+
+
+def record_settlement(
+    store: LedgerStore,
+    attempt_id: str,
+    settlement: Settlement,
+    *,
+    at: datetime,
+    late_source: str | None,
+) -> int:
+    """Record an escrow settlement (spec 10.6): released or adjusted, under the original rules."""
+    kind = (
+        EventKind.ESCROW_RELEASED
+        if settlement.kind.value in ("released", "forfeited")
+        else EventKind.ESCROW_ADJUSTED
+    )
+    data = {**settlement.to_dict(), "late_source": late_source}
+    return store.append([_ev(kind, data, attempt=attempt_id, at=at)])[-1]
+
+
+def reconcile(store: LedgerStore, *, now: datetime) -> list[str]:
+    """Write ``attempt.abandoned`` for every initiated attempt past its deadline with no
+    outcome (spec 10.4): an attempt never silently disappears."""
+    initiated: dict[str, datetime] = {}
+    finished: set[str] = set()
+    for _, body in store.scan():
+        fields = json.loads(body)
+        kind, attempt = fields["kind"], fields["attempt"]
+        if kind == EventKind.ATTEMPT_INITIATED.value:
+            initiated[attempt] = datetime.fromisoformat(fields["data"]["deadline"])
+        elif kind in OUTCOME_KINDS:
+            finished.add(attempt)
+    late = sorted(a for a, deadline in initiated.items() if a not in finished and deadline < now)
+    if late:
+        store.append(
+            [
+                _ev(
+                    EventKind.ATTEMPT_ABANDONED,
+                    {"reason": "no outcome by the deadline"},
+                    attempt=a,
+                    at=now,
+                    actor="reconciler",
+                )
+                for a in late
+            ]
+        )
+    return late
+
+
+_RECORD_FIELDS = (
+    "task_class",
+    "attempt_id",
+    "task_version",
+    "functions",
+    "indicators",
+    "benchmarks",
+    "control_ids",
+    "sources",
+    "policy_access",
+    "checklist",
+    "self_checks",
+    "formula",
+    "verifier_version",
+    "rules_version",
+)
+
+
+def attempt_record(events: Iterable[Event]) -> dict[str, Any]:
+    """Every field of spec 10.1 for one attempt, assembled from its events."""
+    record: dict[str, Any] = {
+        "measurements": [],
+        "evidence": [],
+        "verifier_decisions": [],
+        "comments": [],
+        "violations": [],
+        "mandatory_checks_done": [],
+        "costs": {},
+        "claims": [],
+        "preliminary_values": {},
+        "final_values": {},
+        "performance": {},
+        "signal": {"preliminary": None, "held": None, "final": None},
+        "escrow": [],
+        "included_in_training": False,
+        "quarantine": "clear",
+        "status": None,
+        "events": [],
+    }
+    for event in events:
+        f = event.fields
+        kind, data = f["kind"], f["data"]
+        record["events"].append({"seq": event.seq, "kind": kind, "at": f["at"]})
+        if kind == EventKind.ATTEMPT_INITIATED.value:
+            for key in _RECORD_FIELDS:
+                record[key] = data.get(key)
+            record["status"] = "initiated"
+        elif kind == EventKind.MEASUREMENT_RAW.value:
+            _measurement(record, data)
+        elif kind == EventKind.EVIDENCE_STORED.value:
+            record["evidence"].append(data)
+        elif kind == EventKind.VERIFIER_DECISION.value:
+            record["verifier_decisions"].append(data)
+        elif kind == EventKind.INDICATORS_COMPUTED.value:
+            record["performance"] = data["performance"]
+        elif kind == EventKind.AWARD_DECISION.value:
+            record["signal"] = {k: data.get(k) for k in ("preliminary", "held", "final")}
+            record["signal"]["value"] = data.get("value")
+            record["outcome"] = data.get("outcome")
+            record["violations"] = [r for r in data.get("reasons", []) if "violation" in r]
+        elif kind in (
+            EventKind.ESCROW_HELD.value,
+            EventKind.ESCROW_RELEASED.value,
+            EventKind.ESCROW_ADJUSTED.value,
+        ):
+            record["escrow"].append({"kind": kind, **data})
+            if kind != EventKind.ESCROW_HELD.value:
+                record["signal"]["final"] = data.get("final")
+        elif kind == EventKind.COMMENT_ADDED.value:
+            record["comments"].append(data)
+        elif kind == EventKind.QUARANTINE_CHANGED.value:
+            record["quarantine"] = data.get("status", "quarantined")
+        elif kind == EventKind.TRAINING_INCLUDED.value:
+            record["included_in_training"] = bool(data.get("included", True))
+        if kind in OUTCOME_KINDS:
+            record["status"] = kind.removeprefix("attempt.")
+    if record["status"] is None:
+        raise InputError("no such attempt in the ledger")
+    return record
+
+
+def _measurement(record: dict[str, Any], data: Mapping[str, Any]) -> None:
+    what = data.get("what")
+    record["measurements"].append(dict(data))
+    if what == "indicator":
+        record["preliminary_values"][data["id"]] = data["value"]
+        record["final_values"][data["id"]] = data["value"]
+    elif what == "late_indicator":
+        record["final_values"][data["id"]] = data["value"]
+    elif what == "self_check" and data.get("performed") and data.get("evidence"):
+        record["mandatory_checks_done"].append(data["id"])
+    elif what == "cost":
+        record["costs"][data["id"]] = data["value"]
+    elif what == "claim":
+        record["claims"].append(data["text"])
+
+
+def _rules_of(store: LedgerStore, version: str) -> TaskClass:
+    for fields in _scan_kind(store, EventKind.RULES_PUBLISHED):
+        if fields["data"]["rules_version"] == version:
+            return TaskClass.model_validate(json.loads(fields["data"]["canonical_rules"]))
+    raise InputError(f"rules version {version[:12]} is not in the ledger")
+
+
+def inputs_from_events(events: Iterable[Event]) -> AttemptInputs:
+    """Rebuild the calculator's inputs from an attempt's original measurements."""
+    doc: dict[str, Any] = {
+        "measurements": {},
+        "checklist": {},
+        "self_checks": {},
+        "costs": {},
+        "obstacles": [],
+        "claims": [],
+    }
+    for event in events:
+        f = event.fields
+        if f["kind"] != EventKind.MEASUREMENT_RAW.value:
+            continue
+        data = dict(f["data"])
+        what = data.pop("what")
+        if what == "indicator":
+            doc["measurements"][data.pop("id")] = data
+        elif what == "checklist":
+            doc["checklist"][data.pop("id")] = data
+        elif what == "self_check":
+            doc["self_checks"][data.pop("id")] = data
+        elif what == "cost":
+            doc["costs"][data["id"]] = data["value"]
+        elif what == "obstacle":
+            doc["obstacles"].append(data)
+        elif what == "claim":
+            doc["claims"].append(data["text"])
+    return AttemptInputs.model_validate(doc)
+
+
+def settle(
+    store: LedgerStore,
+    attempt_id: str,
+    *,
+    late: Mapping[str, Any] | None,
+    at: datetime,
+) -> Settlement:
+    """Settle an attempt's escrow under the rules version it started with (spec 9.17, 10.6).
+
+    ``late`` maps each late indicator to a measurement dict (value, source, evidence) from the
+    class's control source; None means the deadline passed with no control event.  The rules are
+    read from the ledger's own ``rules.published`` event, never from today's catalogue, so a newer
+    version of the class cannot change how this attempt is settled (spec 11.20).
+    """
+    events = store.attempt_events(attempt_id)
+    kinds = [e.kind for e in events]
+    if EventKind.ATTEMPT_INITIATED.value not in kinds:
+        raise InputError(f"no attempt {attempt_id!r} in the ledger")
+    if EventKind.ESCROW_HELD.value not in kinds:
+        raise InputError(f"attempt {attempt_id!r} holds no escrow")
+    if EventKind.ESCROW_RELEASED.value in kinds or EventKind.ESCROW_ADJUSTED.value in kinds:
+        raise InputError(f"attempt {attempt_id!r} is already settled")
+    initiated = next(e for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value).data
+    tc = _rules_of(store, initiated["rules_version"])
+    pinned = pin(
+        tc,
+        started_at=datetime.fromisoformat(initiated["started_at"]),
+        version=initiated["rules_version"],
+    )
+    late_m = None
+    if late is not None:
+        late_m = {k: Measurement.model_validate(v) for k, v in late.items()}
+        for k, m in late_m.items():
+            declared = tc.indicator(k).source if k in {i.id for i in tc.indicators} else None
+            # spec 9.15, 11.21: a late value that is not from the declared, authenticated source
+            # with evidence never moves the escrow; it is refused, not counted as a zero.
+            if m.source != declared or not m.evidence:
+                raise IntegrityError(
+                    f"late value for {k!r} from {m.source!r} is not an authenticated confirmation "
+                    f"from {declared!r} with evidence; not applied"
+                )
+        store.append(
+            [
+                _ev(
+                    EventKind.MEASUREMENT_RAW,
+                    {"what": "late_indicator", "id": k, **m.model_dump(mode="json")},
+                    attempt=attempt_id,
+                    at=at,
+                    actor=m.source,
+                )
+                for k, m in sorted(late_m.items())
+            ]
+        )
+    settlement = settle_escrow(SignalCalculator(pinned), inputs_from_events(events), late=late_m)
+    record_settlement(
+        store,
+        attempt_id,
+        settlement,
+        at=at,
+        late_source=None if late_m is None else next(iter(late_m.values())).source,
+    )
+    return settlement

@@ -1,0 +1,198 @@
+"""The ledger as its users see it: keys, appends, proofs, witness cosigning and verification.
+
+This is the I/O edge around the pure parts (events, sequencer, Merkle tree, checkpoints): it reads
+key files and the clock and talks to a storage backend.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import ExternalError, InputError, IntegrityError
+from .checkpoint import (
+    Checkpoint,
+    NoteSigner,
+    NoteVerifier,
+    generate_signer,
+    open_note,
+    parse_private_key,
+    parse_vkey,
+)
+from .merkle import consistency_proof, inclusion_proof, leaf_hash, root_from_leaf_hashes
+from .sqlite_store import SqliteStore
+from .store import CheckpointPolicy, LedgerStore
+from .verify import Report, anchors_from_notes, verify_rows
+from .witness import WitnessStore
+
+DEFAULT_ORIGIN = "triz-eval.local/ledger"
+LOG_KEY_FILE = "log.key"
+LOG_VKEY_FILE = "log.vkey"
+
+
+def create_log_key(key_dir: Path, *, origin: str = DEFAULT_ORIGIN) -> NoteVerifier:
+    """Create the log's Ed25519 key in ``key_dir`` (private key mode 0600, never overwritten)."""
+    signer = generate_signer(origin)
+    key_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private = key_dir / LOG_KEY_FILE
+    try:
+        fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise InputError(f"{private} already exists; not replacing a log key") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(signer.private_key_text() + "\n")
+    (key_dir / LOG_VKEY_FILE).write_text(signer.verifier.vkey() + "\n", encoding="utf-8")
+    return signer.verifier
+
+
+def load_log_signer(key_dir: Path) -> NoteSigner:
+    """Load the log's private key.  Raises InputError if missing or readable by others."""
+    path = key_dir / LOG_KEY_FILE
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise InputError(f"log key not found: {path} (create it with 'ledger init')") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read log key {path}: {e}") from e
+    if mode & 0o077:
+        raise InputError(f"log key {path} is accessible to other users; run chmod 600")
+    return parse_private_key(text)
+
+
+def load_vkey(path: Path) -> NoteVerifier:
+    """Load a public verifier key (``name+keyid+base64``).  Raises InputError."""
+    try:
+        return parse_vkey(path.read_text(encoding="utf-8").strip())
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read public key {path}: {e}") from e
+
+
+def open_sqlite_ledger(
+    db: Path,
+    key_dir: Path | None = None,
+    *,
+    every_events: int = 1000,
+    every_seconds: float = 60.0,
+    read_only: bool = False,
+) -> SqliteStore:
+    """Open a SQLite ledger; with ``key_dir`` it signs checkpoints with the log key."""
+    policy = None
+    if key_dir is not None:
+        signer = load_log_signer(key_dir)
+        policy = CheckpointPolicy(signer, signer.name, every_events, every_seconds, time.time)
+    return SqliteStore.open(db, policy=policy, read_only=read_only, create=not read_only)
+
+
+def leaf_hashes(store: LedgerStore) -> list[bytes]:
+    return [leaf_hash(body) for _, body in store.scan()]
+
+
+def prove_inclusion(store: LedgerStore, seq: int, size: int | None = None) -> dict[str, object]:
+    """An RFC 6962 inclusion proof of event ``seq`` in the tree of ``size`` (default: all)."""
+    leaves = leaf_hashes(store)
+    size = len(leaves) if size is None else size
+    if not 1 <= seq <= size <= len(leaves):
+        raise InputError(f"need 1 <= seq ({seq}) <= size ({size}) <= log size ({len(leaves)})")
+    proof = inclusion_proof(leaves, seq - 1, size)
+    return {
+        "seq": seq,
+        "leaf_index": seq - 1,
+        "tree_size": size,
+        "leaf_hash": leaves[seq - 1].hex(),
+        "root": root_from_leaf_hashes(leaves[:size]).hex(),
+        "proof": [h.hex() for h in proof],
+    }
+
+
+def prove_consistency(store: LedgerStore, old: int, new: int | None = None) -> dict[str, object]:
+    """An RFC 6962 consistency proof from size ``old`` to size ``new`` (default: all)."""
+    leaves = leaf_hashes(store)
+    new = len(leaves) if new is None else new
+    if not 0 <= old <= new <= len(leaves):
+        raise InputError(f"need 0 <= old ({old}) <= new ({new}) <= log size ({len(leaves)})")
+    return {
+        "old_size": old,
+        "new_size": new,
+        "old_root": root_from_leaf_hashes(leaves[:old]).hex(),
+        "new_root": root_from_leaf_hashes(leaves[:new]).hex(),
+        "proof": [h.hex() for h in consistency_proof(leaves, old, new)],
+    }
+
+
+def witness_cosign(
+    store: LedgerStore, witness: WitnessStore, *, log_key: NoteVerifier, now: float | None = None
+) -> tuple[int, str]:
+    """Ask the witness to cosign the ledger's latest checkpoint.
+
+    The ledger supplies the consistency proof from the witness's last cosigned size; the witness
+    checks it itself and refuses anything inconsistent (split view, rollback, bad proof).
+    Returns (size, cosigned note).  Raises IntegrityError when the witness refuses.
+    """
+    checkpoints = store.checkpoints()
+    if not checkpoints:
+        raise InputError("the ledger has no signed checkpoint yet")
+    size, note = checkpoints[-1]
+    body, _ = open_note(note, [log_key])
+    origin = Checkpoint.from_body(body).origin
+    previous = witness.latest(origin)
+    proof: Sequence[bytes] = ()
+    if previous is not None and previous.size != size:
+        if previous.size > size:
+            raise IntegrityError(
+                f"rollback: the witness cosigned size {previous.size}, the ledger offers {size}"
+            )
+        proof = consistency_proof(leaf_hashes(store), previous.size, size)
+    stamp = int(time.time() if now is None else now)
+    return size, witness.cosign(
+        origin=origin, log_key=log_key, note=note, proof=proof, timestamp=stamp
+    )
+
+
+def verify_ledger(
+    store: LedgerStore,
+    *,
+    log_key: NoteVerifier,
+    witness_notes: Sequence[str] = (),
+    witness_key: NoteVerifier | None = None,
+    check_evidence: bool = True,
+) -> Report:
+    """Verify chain, roots, the log's checkpoints and the witness's cosigned checkpoints."""
+    report = Report()
+    origin = log_key.name
+    anchors = anchors_from_notes(
+        store.checkpoints(), origin=origin, verifiers=[log_key], by="log", report=report
+    )
+    if witness_notes:
+        if witness_key is None:
+            raise InputError("witness checkpoints given without the witness's public key")
+        notes = []
+        for note in witness_notes:
+            try:
+                body, _ = open_note(note, [log_key, witness_key])
+                notes.append((Checkpoint.from_body(body).size, note))
+            except IntegrityError as e:
+                report.fail("witness checkpoint", f"does not verify ({e.diagnostics()})")
+        anchors += anchors_from_notes(
+            notes, origin=origin, verifiers=[log_key, witness_key], by="witness", report=report
+        )
+    evidence: dict[str, bytes | None] | None = None
+    if check_evidence:
+        evidence = {}
+        for digest in store.evidence_digests():
+            try:
+                evidence[digest] = store.get_evidence(digest)
+            except IntegrityError:
+                evidence[digest] = None
+    try:
+        verify_rows(store.scan(), anchors, report, evidence=evidence)
+    except ExternalError:
+        raise
+    return report
+
+
+def witness_notes_for(witness: WitnessStore, origin: str) -> list[str]:
+    """Every note the witness cosigned for ``origin`` (its own record, outside the ledger)."""
+    return [note for _, note in witness.history(origin)]

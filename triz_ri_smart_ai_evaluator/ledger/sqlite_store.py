@@ -1,0 +1,251 @@
+"""The embedded ledger backend: one SQLite file, append-only by triggers and an authorizer.
+
+The database's protections stop accidents and the evaluated policy; they cannot stop whoever owns
+the file (a trigger can be dropped).  What makes a rewrite detectable is the chain, the Merkle
+tree and the checkpoints cosigned by a witness (``verify.py``), never these triggers alone.
+
+Durability: WAL with ``synchronous=FULL``; an append is one ``BEGIN IMMEDIATE`` transaction, so
+concurrent writers in several processes are serialised and the chain never forks, and an event
+is acknowledged only after its commit is on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ..errors import ExternalError, InputError, IntegrityError
+from .events import Event, NewEvent
+from .merkle import HASH_SIZE, MerkleAccumulator, leaf_hash
+from .store import CheckpointPolicy, Head, Sequencer
+
+_PROTECTED = ("events", "evidence", "checkpoints")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY,
+    leaf BLOB NOT NULL,
+    kind TEXT NOT NULL,
+    attempt TEXT,
+    body BLOB NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS events_attempt ON events(attempt) WHERE attempt IS NOT NULL;
+CREATE TABLE IF NOT EXISTS evidence (
+    digest TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS checkpoints (
+    size INTEGER PRIMARY KEY,
+    note TEXT NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS head (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    size INTEGER NOT NULL,
+    last_leaf TEXT NOT NULL,
+    peaks BLOB NOT NULL,
+    cp_size INTEGER NOT NULL,
+    cp_time REAL NOT NULL
+) STRICT;
+"""
+
+
+def _triggers() -> str:
+    parts = []
+    for table in _PROTECTED:
+        for op in ("UPDATE", "DELETE"):
+            parts.append(
+                f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, 'ledger table {table} is append-only'); END;"
+            )
+    return "\n".join(parts)
+
+
+def _authorizer(
+    action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None
+) -> int:
+    """Refuse, on the writer's own connection, anything but reading and appending."""
+    if action in (sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE) and arg1 in _PROTECTED:
+        return sqlite3.SQLITE_DENY
+    if action in (
+        sqlite3.SQLITE_DROP_TABLE,
+        sqlite3.SQLITE_DROP_TRIGGER,
+        sqlite3.SQLITE_DROP_INDEX,
+        sqlite3.SQLITE_ALTER_TABLE,
+        sqlite3.SQLITE_DROP_VIEW,
+    ):
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and arg1 in ("writable_schema", "recursive_triggers"):
+        return sqlite3.SQLITE_DENY if arg2 is not None else sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_OK
+
+
+def _pack(peaks: Sequence[bytes]) -> bytes:
+    return b"".join(peaks)
+
+
+def _unpack(blob: bytes) -> tuple[bytes, ...]:
+    return tuple(blob[i : i + HASH_SIZE] for i in range(0, len(blob), HASH_SIZE))
+
+
+class SqliteStore:
+    """A ledger in one SQLite file.  Open with ``SqliteStore.open(path)``."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, policy: CheckpointPolicy | None):
+        self._conn = conn
+        self.path = path
+        self._sequencer = Sequencer(policy)
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        policy: CheckpointPolicy | None = None,
+        create: bool = True,
+        read_only: bool = False,
+    ) -> SqliteStore:
+        """Open (or create) a ledger file.
+
+        Raises InputError when it does not exist and ``create`` is false, IntegrityError when the
+        file is not a ledger database.
+        """
+        if not path.exists() and (read_only or not create):
+            raise InputError(f"{path}: no ledger database here")
+        try:
+            if read_only:
+                conn = sqlite3.connect(
+                    f"file:{path}?mode=ro", uri=True, timeout=30, isolation_level=None
+                )
+            else:
+                conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+                conn.execute("PRAGMA recursive_triggers=ON")
+                conn.executescript(_SCHEMA + _triggers())
+                conn.execute(
+                    "INSERT OR IGNORE INTO head VALUES (1, 0, ?, x'', 0, 0.0)", ("0" * 64,)
+                )
+                conn.set_authorizer(_authorizer)
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("SELECT count(*) FROM events").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise IntegrityError(f"{path}: not a readable ledger database ({e})") from e
+        return cls(conn, path, policy)
+
+    # -- writing ----------------------------------------------------------------------
+    def _head(self) -> Head:
+        row = self._conn.execute(
+            "SELECT size, last_leaf, peaks, cp_size, cp_time FROM head WHERE id = 1"
+        ).fetchone()
+        top = self._conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        if row is None or row[0] != top:
+            return self._rebuild_head(top)
+        return Head(row[0], row[1], _unpack(row[2]), row[3], row[4])
+
+    def _rebuild_head(self, top: int) -> Head:
+        """The cached head disagrees with the events (never in normal operation): recompute."""
+        acc = MerkleAccumulator()
+        last = "0" * 64
+        for _, body in self.scan():
+            leaf = leaf_hash(body)
+            acc.append(leaf)
+            last = leaf.hex()
+        cp = self._conn.execute("SELECT coalesce(max(size), 0) FROM checkpoints").fetchone()[0]
+        if acc.size != top:
+            raise IntegrityError(f"{self.path}: events are not contiguous (size {top})")
+        return Head(acc.size, last, acc.peaks, cp, 0.0)
+
+    def append(self, events: Sequence[NewEvent], *, force_checkpoint: bool = False) -> list[int]:
+        """Append ``events`` in one durable transaction.  Raises ExternalError on a busy or
+        failing database, IntegrityError if the stored log is inconsistent."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                head = self._head()
+                batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
+                conn.executemany(
+                    "INSERT INTO events (seq, leaf, kind, attempt, body) VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (e.seq, e.leaf, new.kind, new.attempt, e.body)
+                        for e, new in zip(batch.events, events, strict=True)
+                    ],
+                )
+                if batch.checkpoint is not None:
+                    conn.execute("INSERT INTO checkpoints VALUES (?, ?)", batch.checkpoint)
+                h = batch.head
+                conn.execute(
+                    "UPDATE head SET size=?, last_leaf=?, peaks=?, cp_size=?, cp_time=? "
+                    "WHERE id = 1",
+                    (
+                        h.size,
+                        h.last_leaf,
+                        _pack(h.peaks),
+                        h.last_checkpoint_size,
+                        h.last_checkpoint_time,
+                    ),
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.IntegrityError as e:
+            raise IntegrityError(f"{self.path}: append refused: {e}") from e
+        except sqlite3.Error as e:
+            raise ExternalError(f"{self.path}: append failed: {e}") from e
+        return [e.seq for e in batch.events]
+
+    def put_evidence(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        try:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO evidence (digest, data) VALUES (?, ?)", (digest, data)
+            )
+        except sqlite3.Error as e:
+            raise ExternalError(f"{self.path}: storing evidence failed: {e}") from e
+        return digest
+
+    # -- reading ----------------------------------------------------------------------
+    def size(self) -> int:
+        return int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+
+    def scan(self, start: int = 1, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+        cur = self._conn.execute(
+            "SELECT seq, body FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq",
+            (start, end if end is not None else 2**62),
+        )
+        while True:
+            rows = cur.fetchmany(4096)
+            if not rows:
+                return
+            yield from rows
+
+    def attempt_events(self, attempt: str) -> list[Event]:
+        rows = self._conn.execute(
+            "SELECT seq, body FROM events WHERE attempt = ? ORDER BY seq", (attempt,)
+        ).fetchall()
+        return [Event(seq, body, leaf_hash(body)) for seq, body in rows]
+
+    def get_evidence(self, digest: str) -> bytes:
+        row = self._conn.execute("SELECT data FROM evidence WHERE digest = ?", (digest,)).fetchone()
+        if row is None:
+            raise IntegrityError(f"evidence {digest[:16]}... is not stored")
+        data = bytes(row[0])
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise IntegrityError(f"evidence {digest[:16]}... does not match its digest (damaged)")
+        return data
+
+    def evidence_digests(self) -> Iterator[str]:
+        for (digest,) in self._conn.execute("SELECT digest FROM evidence ORDER BY digest"):
+            yield digest
+
+    def checkpoints(self) -> list[tuple[int, str]]:
+        return [
+            (int(size), str(note))
+            for size, note in self._conn.execute("SELECT size, note FROM checkpoints ORDER BY size")
+        ]
+
+    def close(self) -> None:
+        self._conn.close()

@@ -1,0 +1,118 @@
+"""The storage interface of the ledger and the sequencing logic every backend shares.
+
+A backend gives durable, append-only rows; the :class:`Sequencer` decides everything that makes
+them a verifiable log: positions, chain links, the Merkle frontier and when a signed checkpoint
+is due.  It does no I/O of its own (the clock is passed in), so SQLite and PostgreSQL seal events
+identically and a verifier can rebuild the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .checkpoint import Checkpoint, NoteSigner, sign_note
+from .events import GENESIS_PREV, Event, NewEvent, seal
+from .merkle import MerkleAccumulator
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The end of the log as a backend stores it: size, last leaf hash, Merkle frontier."""
+
+    size: int
+    last_leaf: str
+    peaks: tuple[bytes, ...]
+    last_checkpoint_size: int
+    last_checkpoint_time: float
+
+    @classmethod
+    def empty(cls) -> Head:
+        return cls(0, GENESIS_PREV, (), 0, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointPolicy:
+    """Sign a checkpoint at least every ``every_events`` events or ``every_seconds`` seconds
+    (issue 3), with the log's key."""
+
+    signer: NoteSigner
+    origin: str
+    every_events: int = 1000
+    every_seconds: float = 60.0
+    clock: Callable[[], float] = field(default=lambda: 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What a backend must write, in one transaction, for one append."""
+
+    events: tuple[Event, ...]
+    head: Head
+    checkpoint: tuple[int, str] | None  # (size, signed note) when one is due
+
+
+class Sequencer:
+    """Seals new events after a head.  Pure: the same head and events give the same batch."""
+
+    def __init__(self, policy: CheckpointPolicy | None) -> None:
+        self.policy = policy
+
+    def seal(self, head: Head, new: Sequence[NewEvent], *, force_checkpoint: bool = False) -> Batch:
+        acc = MerkleAccumulator.from_state(head.size, head.peaks)
+        prev = head.last_leaf
+        sealed = []
+        seq = head.size
+        for event in new:
+            seq += 1
+            item = seal(event, seq=seq, prev=prev)
+            acc.append(item.leaf)
+            prev = item.leaf.hex()
+            sealed.append(item)
+        checkpoint = None
+        cp_size, cp_time = head.last_checkpoint_size, head.last_checkpoint_time
+        policy = self.policy
+        if policy is not None and seq > 0:
+            now = policy.clock()
+            due = (
+                force_checkpoint
+                or seq - head.last_checkpoint_size >= policy.every_events
+                or (seq > head.last_checkpoint_size and now - cp_time >= policy.every_seconds)
+            )
+            if due and seq > head.last_checkpoint_size:
+                body = Checkpoint(policy.origin, seq, acc.root()).to_body()
+                checkpoint = (seq, sign_note(body, policy.signer))
+                cp_size, cp_time = seq, now
+        return Batch(tuple(sealed), Head(seq, prev, acc.peaks, cp_size, cp_time), checkpoint)
+
+
+class LedgerStore(Protocol):
+    """What a storage backend provides.  Every method raises IntegrityError or ExternalError."""
+
+    def append(self, events: Sequence[NewEvent], *, force_checkpoint: bool = False) -> list[int]:
+        """Append atomically and durably; return the positions given.  Concurrent writers are
+        serialised so the chain never forks."""
+        ...
+
+    def size(self) -> int: ...
+
+    def scan(self, start: int = 1, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+        """(seq, body) in order, from ``start`` up to ``end`` inclusive."""
+        ...
+
+    def attempt_events(self, attempt: str) -> list[Event]: ...
+
+    def put_evidence(self, data: bytes) -> str:
+        """Store content-addressed evidence; return its SHA-256 hex digest."""
+        ...
+
+    def get_evidence(self, digest: str) -> bytes: ...
+
+    def evidence_digests(self) -> Iterator[str]: ...
+
+    def checkpoints(self) -> list[tuple[int, str]]:
+        """(size, signed note) of every checkpoint, oldest first."""
+        ...
+
+    def close(self) -> None: ...
