@@ -6,12 +6,13 @@ key files and the clock and talks to a storage backend.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import ExternalError, InputError, IntegrityError
+from ..errors import InputError, IntegrityError
 from .checkpoint import (
     Checkpoint,
     NoteSigner,
@@ -21,10 +22,21 @@ from .checkpoint import (
     parse_private_key,
     parse_vkey,
 )
+from .events import GENESIS_PREV
 from .merkle import consistency_proof, inclusion_proof, leaf_hash, root_from_leaf_hashes
 from .sqlite_store import SqliteStore
 from .store import CheckpointPolicy, LedgerStore
-from .verify import Report, anchors_from_notes, verify_rows
+from .verify import (
+    Anchor,
+    Links,
+    Report,
+    anchors_from_notes,
+    check_anchor_roots,
+    check_evidence,
+    check_links,
+    finish,
+    merged_root,
+)
 from .witness import WitnessStore
 
 DEFAULT_ORIGIN = "triz-eval.local/ledger"
@@ -158,6 +170,7 @@ def verify_ledger(
     witness_notes: Sequence[str] = (),
     witness_key: NoteVerifier | None = None,
     check_evidence: bool = True,
+    workers: int | None = None,
 ) -> Report:
     """Verify chain, roots, the log's checkpoints and the witness's cosigned checkpoints."""
     report = Report()
@@ -186,11 +199,76 @@ def verify_ledger(
                 evidence[digest] = store.get_evidence(digest)
             except IntegrityError:
                 evidence[digest] = None
-    try:
-        verify_rows(store.scan(), anchors, report, evidence=evidence)
-    except ExternalError:
-        raise
+    size = store.size()
+    workers = min(workers if workers is not None else (os.cpu_count() or 1), 8)
+    if isinstance(store, SqliteStore) and workers > 1 and size >= PARALLEL_FROM:
+        _verify_in_parallel(store.path, size, workers, anchors, report, evidence)
+    else:
+        finish(check_links(store.scan()), anchors, report, evidence=evidence)
     return report
+
+
+#: Below this many events one process verifies faster than starting workers.
+PARALLEL_FROM = 50_000
+
+
+def _links_worker(job: tuple[str, int, int, frozenset[int]]) -> Links:
+    path, start, end, sizes = job
+    store = SqliteStore.open(Path(path), read_only=True)
+    try:
+        return check_links(
+            store.scan(start, end),
+            first_seq=start,
+            prev=GENESIS_PREV if start == 1 else None,
+            snapshot_at=sizes,
+        )
+    finally:
+        store.close()
+
+
+def _verify_in_parallel(
+    path: Path,
+    size: int,
+    workers: int,
+    anchors: list[Anchor],
+    report: Report,
+    evidence: dict[str, bytes | None] | None,
+) -> None:
+    """Verify in ``workers`` processes over consecutive ranges.  Each checks its chain links
+    and builds its own compact Merkle range, snapshotted at the anchor sizes inside it; the
+    parent stitches the seams (complete ranges, first link = previous range's last leaf) and
+    merges compact ranges to get each anchor's root.  Hashing dominates, so this scales."""
+    step = -(-size // workers)
+    sizes = frozenset(a.size for a in anchors)
+    jobs = [(str(path), s, min(s + step - 1, size), sizes) for s in range(1, size + 1, step)]
+    with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:
+        parts = pool.map(_links_worker, jobs)
+    prefix: list[tuple[int, bytes]] = []
+    last_leaf = GENESIS_PREV
+    roots: dict[int, bytes] = {}
+    merged = Links(1)
+    for (_, start, end, _), part in zip(jobs, parts, strict=True):
+        problem = part.problem
+        if problem is None and start > 1 and part.first_prev != last_leaf:
+            problem = (f"event {start}", "chain link broken: prev is not the previous leaf")
+        if problem is None and part.count != end - start + 1:
+            problem = (f"event {start + part.count}", "missing from the stored log")
+        merged.evidence_events += part.evidence_events
+        if problem is not None:
+            merged.problem = problem
+            break
+        for at, nodes in part.snapshots.items():
+            roots[at] = merged_root(prefix, start - 1, nodes)[1]
+        prefix, _ = merged_root(prefix, start - 1, part.final)
+        last_leaf = part.last_leaf or last_leaf
+        merged.count += part.count
+    if merged.problem is not None:
+        report.fail(*merged.problem)
+        return
+    if evidence is not None:
+        for seq, body in merged.evidence_events:
+            check_evidence(seq, body, evidence, report)
+    check_anchor_roots(roots, merged.count, anchors, report)
 
 
 def witness_notes_for(witness: WitnessStore, origin: str) -> list[str]:

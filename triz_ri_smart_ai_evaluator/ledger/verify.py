@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ..errors import IntegrityError
 from .checkpoint import Checkpoint, NoteVerifier, open_note
 from .events import GENESIS_PREV, prev_in_body
-from .merkle import EMPTY_ROOT, LEAF_PREFIX, NODE_PREFIX
+from .merkle import EMPTY_ROOT, HASH_SIZE, LEAF_PREFIX, NODE_PREFIX
 
 _EVIDENCE_KIND = b'"kind":"evidence.stored"'
 
@@ -102,6 +102,153 @@ def anchors_from_notes(
     return anchors
 
 
+@dataclass(slots=True)
+class Links:
+    """Stage 1 over a range of rows: packed leaf hashes and the first broken link, if any."""
+
+    first_seq: int
+    count: int = 0
+    leaves: bytearray = field(default_factory=bytearray)
+    first_prev: str | None = None
+    evidence_events: list[tuple[int, bytes]] = field(default_factory=list)
+    problem: tuple[str, str] | None = None
+    last_leaf: str | None = None
+    #: With snapshots requested: the compact range [first_seq - 1, size) at each anchor size,
+    #: and at the end of the range, as (level, hash) nodes (see ``push``).
+    snapshots: dict[int, list[tuple[int, bytes]]] = field(default_factory=dict)
+    final: list[tuple[int, bytes]] = field(default_factory=list)
+
+
+def push(nodes: list[tuple[int, bytes]], start: int, level: int, node: bytes) -> None:
+    """Append the perfect subtree of height ``level`` that starts at leaf index ``start`` to a
+    compact range ``nodes`` that ends exactly there, merging with left siblings (RFC 6962).
+
+    A node is a right child when bit ``level`` of its start is set; its left sibling is then the
+    last node, of the same height.  Works for ranges that do not start at 0, which lets ranges
+    checked in different processes be merged.
+    """
+    sha = hashlib.sha256
+    while nodes and nodes[-1][0] == level and (start >> level) & 1:
+        node = sha(NODE_PREFIX + nodes.pop()[1] + node).digest()
+        start -= 1 << level
+        level += 1
+    nodes.append((level, node))
+
+
+def merged_root(
+    prefix: list[tuple[int, bytes]], prefix_size: int, part: list[tuple[int, bytes]]
+) -> tuple[list[tuple[int, bytes]], bytes]:
+    """Merge the compact range [0, prefix_size) with ``part`` (which starts at prefix_size);
+    return the merged range and its root."""
+    nodes = list(prefix)
+    position = prefix_size
+    for level, node in part:
+        push(nodes, position, level, node)
+        position += 1 << level
+    return nodes, _root([n for _, n in nodes])
+
+
+def check_links(
+    rows: Iterable[tuple[int, bytes]],
+    *,
+    first_seq: int = 1,
+    prev: str | None = GENESIS_PREV,
+    snapshot_at: frozenset[int] | None = None,
+) -> Links:
+    """Contiguity, declared position and chain links of consecutive rows from ``first_seq``.
+
+    With ``prev=None`` the first row's link is not checked but reported as ``first_prev``, so a
+    range checked in another process can be stitched to the one before it.  With
+    ``snapshot_at`` the range's own compact Merkle range is kept (instead of every leaf) and
+    copied at each of those sizes.
+    """
+    out = Links(first_seq)
+    expected = first_seq
+    sha = hashlib.sha256
+    leaves = out.leaves
+    want = prev.encode() if prev is not None else None
+    for seq, body in rows:
+        if seq != expected:
+            out.problem = (f"event {expected}", f"missing; the next stored event is {seq}")
+            return out
+        if want is None:
+            out.first_prev = prev_in_body(body)
+            want = (out.first_prev or "").encode()
+        # A canonical body ends with its chain link and its own position (events.py): one
+        # comparison checks both without parsing the JSON.
+        if not body.endswith(b',"prev":"%s","seq":%d,"v":1}' % (want, seq)):
+            if prev_in_body(body) != want.decode():
+                out.problem = (f"event {seq}", "chain link broken: prev is not the previous leaf")
+            else:
+                out.problem = (f"event {seq}", "body does not declare its own position")
+            return out
+        leaf = sha(LEAF_PREFIX + body).digest()
+        if snapshot_at is None:
+            leaves += leaf
+        else:
+            push(out.final, seq - 1, 0, leaf)
+            if seq in snapshot_at:
+                out.snapshots[seq] = list(out.final)
+        want = leaf.hex().encode()
+        if body.find(_EVIDENCE_KIND, len(body) - 160) >= 0:
+            out.evidence_events.append((seq, body))
+        expected += 1
+    out.count = expected - first_seq
+    out.last_leaf = want.decode() if out.count and want is not None else None
+    return out
+
+
+def check_roots(leaves: bytes | bytearray, anchors: Sequence[Anchor], report: Report) -> None:
+    """Stage 2: the RFC 6962 root at every anchor size, from packed leaf hashes in order."""
+    sizes = {a.size for a in anchors}
+    roots: dict[int, bytes] = {}
+    # The Merkle frontier is kept inline (not via MerkleAccumulator): this loop is the hot path
+    # of verification and the accumulator's per-call checks would double its cost.
+    peaks: list[bytes] = []
+    sha = hashlib.sha256
+    node_prefix = NODE_PREFIX
+    size = len(leaves) // HASH_SIZE
+    view = memoryview(leaves)
+    for index in range(size):
+        node = bytes(view[index * HASH_SIZE : (index + 1) * HASH_SIZE])
+        carry = index
+        while carry & 1:
+            node = sha(node_prefix + peaks.pop() + node).digest()
+            carry >>= 1
+        peaks.append(node)
+        if index + 1 in sizes:
+            roots[index + 1] = _root(peaks)
+    check_anchor_roots(roots, size, anchors, report)
+
+
+def check_anchor_roots(
+    roots: dict[int, bytes], size: int, anchors: Sequence[Anchor], report: Report
+) -> None:
+    """Compare recomputed roots with every anchor, in size order; name the narrowest range
+    that must hold the first divergence, and anchors beyond the end of the log."""
+    good_size = 0  # the largest anchor size whose root matched: divergence lies after it
+    for anchor in sorted(anchors, key=lambda a: a.size):
+        if anchor.size > size:
+            report.fail(
+                f"events {size + 1}..{anchor.size}",
+                f"the {anchor.by} signed a checkpoint at size {anchor.size} but the log ends at "
+                f"{size} (events were removed)",
+            )
+            return
+        if roots.get(anchor.size) != anchor.root:
+            report.fail(
+                f"events {good_size + 1}..{anchor.size}",
+                f"root at size {anchor.size} differs from the {anchor.by}'s signed checkpoint",
+            )
+            return
+        if anchor.by == "witness":
+            report.witnessed_checked += 1
+        else:
+            report.checkpoints_checked += 1
+        good_size = anchor.size
+    report.size = size
+
+
 def verify_rows(
     rows: Iterable[tuple[int, bytes]],
     anchors: Sequence[Anchor],
@@ -109,66 +256,29 @@ def verify_rows(
     *,
     evidence: dict[str, bytes | None] | None = None,
 ) -> None:
-    """Walk the log once: contiguity, declared seq, chain links, roots at every anchor size.
+    """Walk the log: contiguity, declared seq, chain links, roots at every anchor size.
 
     ``evidence`` (digest -> stored bytes or None) enables the evidence check: every digest an
     ``evidence.stored`` event names must be stored and hash to itself.
     """
-    by_size: dict[int, list[Anchor]] = {}
-    for a in anchors:
-        by_size.setdefault(a.size, []).append(a)
-    good_size = 0  # the largest anchor size whose root matched: divergence lies after it
-    # The Merkle frontier is kept inline (not via MerkleAccumulator): this loop is the hot path
-    # of verification and the accumulator's per-call checks would double its cost.
-    peaks: list[bytes] = []
-    prev = GENESIS_PREV.encode()
-    expected = 1
-    sha = hashlib.sha256
-    node_prefix = NODE_PREFIX
-    for seq, body in rows:
-        if seq != expected:
-            report.fail(f"event {expected}", f"missing; the next stored event is {seq}")
-            return
-        # A canonical body ends with its chain link and its own position (events.py): one
-        # comparison checks both without parsing the JSON.
-        if not body.endswith(b',"prev":"%s","seq":%d,"v":1}' % (prev, seq)):
-            if prev_in_body(body) != prev.decode():
-                report.fail(f"event {seq}", "chain link broken: prev is not the previous leaf hash")
-            else:
-                report.fail(f"event {seq}", "body does not declare its own position")
-            return
-        leaf = sha(LEAF_PREFIX + body).digest()
-        node, carry = leaf, seq - 1
-        while carry & 1:
-            node = sha(node_prefix + peaks.pop() + node).digest()
-            carry >>= 1
-        peaks.append(node)
-        prev = leaf.hex().encode()
-        if evidence is not None and body.find(_EVIDENCE_KIND, len(body) - 160) >= 0:
-            _check_evidence(seq, body, evidence, report)
-        if seq in by_size:
-            root = _root(peaks)
-            for anchor in by_size.pop(seq):
-                if anchor.root != root:
-                    report.fail(
-                        f"events {good_size + 1}..{seq}",
-                        f"root at size {seq} differs from the {anchor.by}'s signed checkpoint",
-                    )
-                    return
-                if anchor.by == "witness":
-                    report.witnessed_checked += 1
-                else:
-                    report.checkpoints_checked += 1
-            good_size = seq
-        expected += 1
-    report.size = expected - 1
-    for size in sorted(by_size):
-        who = ", ".join(sorted({a.by for a in by_size[size]}))
-        report.fail(
-            f"events {report.size + 1}..{size}",
-            f"the {who} signed a checkpoint at size {size} but the log ends at {report.size} "
-            "(events were removed)",
-        )
+    finish(check_links(rows), anchors, report, evidence=evidence)
+
+
+def finish(
+    links: Links,
+    anchors: Sequence[Anchor],
+    report: Report,
+    *,
+    evidence: dict[str, bytes | None] | None,
+) -> None:
+    """Report a broken link, else check evidence and the roots at every anchor."""
+    if links.problem is not None:
+        report.fail(*links.problem)
+        return
+    if evidence is not None:
+        for seq, body in links.evidence_events:
+            check_evidence(seq, body, evidence, report)
+    check_roots(links.leaves, anchors, report)
 
 
 def _root(peaks: list[bytes]) -> bytes:
@@ -181,7 +291,7 @@ def _root(peaks: list[bytes]) -> bytes:
     return root
 
 
-def _check_evidence(
+def check_evidence(
     seq: int, body: bytes, evidence: dict[str, bytes | None], report: Report
 ) -> None:
     try:
