@@ -19,6 +19,7 @@ from .ledger import attempts as attempt_log
 from .ledger.log import (
     DEFAULT_ORIGIN,
     LOG_VKEY_FILE,
+    check_proof,
     create_log_key,
     load_vkey,
     open_sqlite_ledger,
@@ -167,6 +168,20 @@ def ledger_consistency(
         _emit(prove_consistency(ledger, old, new))
     finally:
         ledger.close()
+
+
+@ledger_app.command("verify-proof")
+def ledger_verify_proof(
+    proof: Annotated[Path, typer.Argument(help="Proof JSON from 'ledger prove/consistency'.")],
+    log_vkey: Annotated[Path | None, typer.Option(help="Log public key.")] = None,
+    keys: KeysOpt = DEFAULT_KEYS,
+) -> None:
+    """Check an inclusion or consistency proof against checkpoints signed by the log, as an
+    outsider who has only the proof and the log's public key.  Exits 3 if it does not hold."""
+    document = read_document(proof)
+    if not isinstance(document, dict):
+        raise InputError(f"{proof}: a proof document is a JSON object")
+    out.print("ok: " + check_proof(document, log_key=load_vkey(log_vkey or keys / LOG_VKEY_FILE)))
 
 
 @ledger_app.command("reconcile")

@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError, IntegrityError
 from .checkpoint import (
@@ -23,7 +24,14 @@ from .checkpoint import (
     parse_vkey,
 )
 from .events import GENESIS_PREV
-from .merkle import consistency_proof, inclusion_proof, leaf_hash, root_from_leaf_hashes
+from .merkle import (
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    root_from_leaf_hashes,
+    verify_consistency,
+    verify_inclusion,
+)
 from .sqlite_store import SqliteStore
 from .store import CheckpointPolicy, LedgerStore
 from .verify import (
@@ -102,36 +110,98 @@ def leaf_hashes(store: LedgerStore) -> list[bytes]:
     return [leaf_hash(body) for _, body in store.scan()]
 
 
+def _note_at(store: LedgerStore, size: int) -> str | None:
+    return next((note for cp_size, note in store.checkpoints() if cp_size == size), None)
+
+
 def prove_inclusion(store: LedgerStore, seq: int, size: int | None = None) -> dict[str, object]:
-    """An RFC 6962 inclusion proof of event ``seq`` in the tree of ``size`` (default: all)."""
+    """An RFC 6962 inclusion proof of event ``seq``.  By default against the latest signed
+    checkpoint, whose note is included so an outsider can check the root's signature."""
     leaves = leaf_hashes(store)
-    size = len(leaves) if size is None else size
+    checkpoints = store.checkpoints()
+    if size is None:
+        size = checkpoints[-1][0] if checkpoints else len(leaves)
     if not 1 <= seq <= size <= len(leaves):
         raise InputError(f"need 1 <= seq ({seq}) <= size ({size}) <= log size ({len(leaves)})")
     proof = inclusion_proof(leaves, seq - 1, size)
     return {
+        "type": "inclusion",
         "seq": seq,
         "leaf_index": seq - 1,
         "tree_size": size,
         "leaf_hash": leaves[seq - 1].hex(),
         "root": root_from_leaf_hashes(leaves[:size]).hex(),
         "proof": [h.hex() for h in proof],
+        "checkpoint": _note_at(store, size),
     }
 
 
 def prove_consistency(store: LedgerStore, old: int, new: int | None = None) -> dict[str, object]:
-    """An RFC 6962 consistency proof from size ``old`` to size ``new`` (default: all)."""
+    """An RFC 6962 consistency proof from size ``old`` to size ``new`` (default: the latest
+    signed checkpoint), with the checkpoint notes at both sizes where they exist."""
     leaves = leaf_hashes(store)
-    new = len(leaves) if new is None else new
+    checkpoints = store.checkpoints()
+    if new is None:
+        new = checkpoints[-1][0] if checkpoints else len(leaves)
     if not 0 <= old <= new <= len(leaves):
         raise InputError(f"need 0 <= old ({old}) <= new ({new}) <= log size ({len(leaves)})")
     return {
+        "type": "consistency",
         "old_size": old,
         "new_size": new,
         "old_root": root_from_leaf_hashes(leaves[:old]).hex(),
         "new_root": root_from_leaf_hashes(leaves[:new]).hex(),
         "proof": [h.hex() for h in consistency_proof(leaves, old, new)],
+        "old_checkpoint": _note_at(store, old),
+        "new_checkpoint": _note_at(store, new),
     }
+
+
+def check_proof(document: dict[str, Any], *, log_key: NoteVerifier) -> str:
+    """Verify a proof document from ``prove_inclusion`` / ``prove_consistency`` as an outsider:
+    the roots must come from checkpoints signed by the log, and the proof must hold.  Returns a
+    one-line description; raises IntegrityError (or InputError for a malformed document)."""
+
+    def signed_root(note: object, size: int) -> bytes:
+        if not isinstance(note, str):
+            raise IntegrityError(f"no signed checkpoint at size {size} in the proof document")
+        body, _ = open_note(note, [log_key])
+        cp = Checkpoint.from_body(body)
+        if cp.size != size:
+            raise IntegrityError(f"checkpoint is for size {cp.size}, proof for {size}")
+        return cp.root
+
+    try:
+        kind = document["type"]
+        proof = [bytes.fromhex(h) for h in document["proof"]]
+        if kind == "inclusion":
+            size = int(document["tree_size"])
+            verify_inclusion(
+                leaf_hash=bytes.fromhex(document["leaf_hash"]),
+                index=int(document["leaf_index"]),
+                size=size,
+                proof=proof,
+                root=signed_root(document["checkpoint"], size),
+            )
+            return f"event {document['seq']} is included in the signed tree of size {size}"
+        if kind == "consistency":
+            old, new = int(document["old_size"]), int(document["new_size"])
+            old_root = (
+                bytes.fromhex(root_from_leaf_hashes([]).hex())
+                if old == 0
+                else signed_root(document["old_checkpoint"], old)
+            )
+            verify_consistency(
+                old_size=old,
+                new_size=new,
+                old_root=old_root,
+                new_root=signed_root(document["new_checkpoint"], new),
+                proof=proof,
+            )
+            return f"the signed tree of size {new} extends the signed tree of size {old}"
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"malformed proof document ({e})") from e
+    raise InputError(f"unknown proof type {document.get('type')!r}")
 
 
 def witness_cosign(
