@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
+# The PostgreSQL ledger tests run against the real local server: start it if it is down.
+bash scripts/ensure-postgres.sh
 .venv/bin/ruff check .
 .venv/bin/mypy
 status=0

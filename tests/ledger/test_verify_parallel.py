@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import sqlite3
 from datetime import UTC, datetime
@@ -28,7 +29,7 @@ def test_compact_ranges_from_any_cuts_merge_to_the_rfc6962_root(n, data):
     cuts = sorted(set(data.draw(st.lists(st.integers(0, n), max_size=4))))
     bounds = [0, *cuts, n]
     prefix: list[tuple[int, bytes]] = []
-    for start, end in zip(bounds, bounds[1:], strict=False):
+    for start, end in itertools.pairwise(bounds):
         part: list[tuple[int, bytes]] = []
         for i in range(start, end):
             push(part, i, 0, leaves[i])

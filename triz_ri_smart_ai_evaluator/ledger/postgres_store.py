@@ -1,0 +1,366 @@
+"""The PostgreSQL ledger backend, for scale: the same semantics as :mod:`.sqlite_store`.
+
+The immutable log (spec 1.17, 10.4) must be one the evaluated policy cannot rewrite (9.2), kept
+by a trusted component (9.3).  Here that is enforced by roles, not by the application's goodwill:
+
+* an administrator runs :meth:`PostgresStore.init_schema` once; it creates a NOLOGIN *owner*
+  role that owns the tables and functions, a LOGIN *writer* role for the application and a LOGIN
+  read-only *reader* role for verification and auditors (``postgres_schema.sql``);
+* the writer has no privilege on any table: it may only call SECURITY DEFINER functions, and
+  ``ledger_append`` re-checks every position, leaf hash and chain link before it inserts;
+* row triggers and statement-level TRUNCATE triggers refuse UPDATE, DELETE and TRUNCATE even for
+  the owner and superusers, until someone deliberately disables them - which the chain, the
+  Merkle tree and the witnessed checkpoints then expose (``verify``);
+* :meth:`PostgresStore.open` refuses to run as a superuser, as the owner or as any role that
+  can write the tables directly.
+
+Events are sealed by the shared, pure :class:`~.store.Sequencer`, so both backends store
+byte-identical bodies.  An append is one transaction under a transaction-level advisory lock,
+committed with ``synchronous_commit = on``: concurrent writers in several processes are
+serialised, the chain never forks, and an event is acknowledged only once it is durable.  A
+store remembers the head it wrote, so an uncontended append is a single round trip; when
+another writer got there first the database says so (SQLSTATE 40001) and the store re-reads the
+head under the lock (see :meth:`PostgresStore.append`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
+from .events import Event, NewEvent
+from .merkle import HASH_SIZE, leaf_hash
+from .store import Batch, CheckpointPolicy, Head, Sequencer
+
+DEFAULT_SCHEMA = "triz_ledger"
+DEFAULT_OWNER = "triz_ledger_owner"
+DEFAULT_WRITER = "triz_ledger_writer"
+DEFAULT_READER = "triz_ledger_reader"
+
+_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_PAGE = 4096  # rows per round trip when scanning
+_TABLES = ("events", "evidence", "checkpoints", "head")
+# Every statement the store sends; {s} is the schema.  Built once per store (see __init__).
+_QUERIES = {
+    "head": "SELECT size, last_leaf, peaks, cp_size, cp_time FROM {s}.ledger_head()",
+    "append": "SELECT {s}.ledger_append(%b::bigint[], %b::bytea[], %b::text[], %b::text[],"
+              " %b::bytea[], %b::bigint, %b::text, %b::bytea, %b::bigint, %b::float8, %b::bigint,"
+              " %b::text)",
+    "put_evidence": "SELECT {s}.ledger_put_evidence(%b)",
+    "size": "SELECT {s}.ledger_size()",
+    "scan": "SELECT seq, body FROM {s}.ledger_scan(%b, %b, %b)",
+    "attempt": "SELECT seq, body FROM {s}.ledger_attempt_events(%b)",
+    "evidence": "SELECT {s}.ledger_evidence(%b)",
+    "digests": "SELECT d FROM {s}.ledger_evidence_digests(%b, %b) AS d",
+    "checkpoints": "SELECT size, note FROM {s}.ledger_checkpoints()",
+}
+
+
+def _lock_key(schema: str) -> int:
+    """The advisory-lock key of one ledger schema (a signed 64-bit integer)."""
+    digest = hashlib.sha256(b"triz-ri-ledger\x00" + schema.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _check_name(name: str, what: str) -> str:
+    if not _NAME.match(name):
+        raise InputError(f"{what} {name!r} must be a lower-case SQL identifier")
+    return name
+
+
+def _where(dsn: str) -> str:
+    """host:port/dbname as user, for messages: never the password."""
+    try:
+        d = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "PostgreSQL (unparsable connection string)"
+    return (f"{d.get('user', '?')}@{d.get('host', 'localhost')}:{d.get('port', 5432)}"
+            f"/{d.get('dbname', '?')}")
+
+
+def _one_line(e: BaseException) -> str:
+    primary = getattr(getattr(e, "diag", None), "message_primary", None)
+    return " ".join(str(primary or e or type(e).__name__).split())
+
+
+def _error(e: psycopg.Error, what: str) -> EvaluatorError:
+    """Refusals by the ledger's own checks (SQLSTATE classes 22, 23 and plain RAISE) are
+    IntegrityError: never retried.  Everything else is ExternalError."""
+    state = e.sqlstate or ""
+    if state[:2] in ("22", "23") or state == "P0001":
+        return IntegrityError(f"{what} refused by the ledger: {_one_line(e)}")
+    return ExternalError(f"{what} failed: {_one_line(e)}")
+
+
+def _connect(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=10,
+                               application_name="triz-ri-ledger")
+    except psycopg.Error as e:
+        raise ExternalError(f"cannot connect to {_where(dsn)}: {_one_line(e)}") from e
+
+
+def _pack(peaks: Sequence[bytes]) -> bytes:
+    return b"".join(peaks)
+
+
+def _unpack(blob: bytes) -> tuple[bytes, ...]:
+    return tuple(blob[i : i + HASH_SIZE] for i in range(0, len(blob), HASH_SIZE))
+
+
+def schema_sql(schema: str, *, writer_role: str, reader_role: str) -> str:
+    """The DDL of one ledger schema (``postgres_schema.sql`` with its names filled in)."""
+    text = resources.files(__package__).joinpath("postgres_schema.sql").read_text("utf-8")
+    for key, name in (("schema", schema), ("writer", writer_role), ("reader", reader_role)):
+        text = text.replace(f"@{key}@", '"' + _check_name(name, key) + '"')
+    return text.replace("@lock_key@", str(_lock_key(schema)))
+
+
+class PostgresStore:
+    """A ledger in one PostgreSQL schema.  Open with ``PostgresStore.open(dsn)`` as the writer."""
+
+    def __init__(self, conn: psycopg.Connection[tuple[Any, ...]], schema: str,
+                 policy: CheckpointPolicy | None, where: str) -> None:
+        self._conn = conn
+        self.schema = schema
+        self.where = where
+        self._sequencer = Sequencer(policy)
+        self._head: Head | None = None  # the head this store wrote last (see append)
+        name = sql.Identifier(schema)
+        self._q = {key: sql.SQL(text).format(s=name).as_bytes(conn)
+                   for key, text in _QUERIES.items()}
+
+    # -- administration ---------------------------------------------------------------
+    @classmethod
+    def init_schema(
+        cls, admin_dsn: str, *, schema: str = DEFAULT_SCHEMA, owner_role: str = DEFAULT_OWNER,
+        writer_role: str = DEFAULT_WRITER, reader_role: str = DEFAULT_READER,
+    ) -> None:
+        """Create (or bring up to date) the roles, the schema and its guards.  Idempotent.
+
+        Run once by an administrator (a superuser, or a CREATEROLE role): the application
+        never gets these rights.  The writer and reader roles are created without a password;
+        set one (or use certificate or peer authentication) as the deployment requires.
+        Raises InputError for a bad name or an existing role or schema that does not fit,
+        ExternalError when the database fails.
+        """
+        names = {_check_name(n, w) for n, w in ((schema, "schema"), (owner_role, "owner role"),
+                                              (writer_role, "writer role"),
+                                              (reader_role, "reader role"))}
+        if len(names) != 4:
+            raise InputError("schema, owner, writer and reader must have four different names")
+        ddl = schema_sql(schema, writer_role=writer_role, reader_role=reader_role)
+        ident = sql.Identifier
+        with _connect(admin_dsn) as conn:
+            try:
+                with conn.transaction():
+                    # Roles are cluster-wide: serialise concurrent runs of this set-up.
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(""),))
+                    row = conn.execute("SELECT current_setting('server_encoding')").fetchone()
+                    if row is None or row[0] != "UTF8":  # bodies are UTF-8 JSON, read as jsonb
+                        raise InputError(f"{_where(admin_dsn)}: the ledger needs a UTF8 database")
+                    for role, login in ((owner_role, False), (writer_role, True),
+                                        (reader_role, True)):
+                        cls._ensure_role(conn, role, login=login)
+                    for role in (writer_role, reader_role):
+                        row = conn.execute("SELECT pg_has_role(%s, %s, 'MEMBER')",
+                                           (role, owner_role)).fetchone()
+                        if row is None or row[0]:
+                            raise InputError(f"role {role} must not be a member of {owner_role}")
+                    row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = "
+                                       "current_user").fetchone()
+                    if not (row and row[0]):  # a CREATEROLE admin must be able to SET ROLE
+                        conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(ident(owner_role)))
+                    conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {} AUTHORIZATION {}").format(
+                        ident(schema), ident(owner_role)))
+                    row = conn.execute("SELECT nspowner::regrole::text FROM pg_namespace "
+                                       "WHERE nspname = %s", (schema,)).fetchone()
+                    if row is None or row[0] != owner_role:
+                        raise InputError(f"schema {schema} exists and is not owned by {owner_role}")
+                    # Everything else is created by, and so owned by, the owner role.
+                    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(ident(owner_role)))
+                    conn.execute(ddl.encode())
+                    conn.execute("RESET ROLE")
+            except psycopg.Error as e:
+                raise ExternalError(f"ledger schema set-up on {_where(admin_dsn)} failed: "
+                                    f"{_one_line(e)}") from e
+
+    @staticmethod
+    def _ensure_role(conn: psycopg.Connection[tuple[Any, ...]], role: str, *, login: bool) -> None:
+        row = conn.execute(
+            "SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication OR rolbypassrls,"
+            " rolcanlogin FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+        attrs = ("LOGIN" if login else "NOLOGIN") + (
+            " NOSUPERUSER NOCREATEROLE NOCREATEDB NOREPLICATION NOBYPASSRLS")
+        if row is None:
+            conn.execute(sql.SQL("CREATE ROLE {} " + attrs).format(sql.Identifier(role)))
+        elif row[0] or row[1] != login:
+            conn.execute(sql.SQL("ALTER ROLE {} " + attrs).format(sql.Identifier(role)))
+
+    # -- opening ----------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls, dsn: str, *, policy: CheckpointPolicy | None = None, schema: str = DEFAULT_SCHEMA,
+    ) -> PostgresStore:
+        """Connect as the application's writer (or the reader, for reading only).
+
+        Raises InputError when the role is a superuser, owns the ledger or can write its tables
+        directly (9.2: the application never holds those rights) or when there is no ledger
+        schema; ExternalError when the server cannot be reached.
+        """
+        _check_name(schema, "schema")
+        where = _where(dsn)
+        conn = _connect(dsn)
+        try:
+            row = conn.execute(
+                "SELECT r.rolsuper OR r.rolbypassrls, n.oid IS NOT NULL,"
+                " coalesce(pg_has_role(current_user, n.nspowner, 'MEMBER'), false),"
+                " coalesce(bool_or(has_table_privilege(c.oid, 'INSERT,UPDATE,DELETE,TRUNCATE')),"
+                " false), current_user::text"
+                " FROM pg_roles AS r LEFT JOIN pg_namespace AS n ON n.nspname = %s"
+                " LEFT JOIN pg_class AS c ON c.relnamespace = n.oid AND c.relname = ANY(%s)"
+                " WHERE r.rolname = current_user GROUP BY 1, 2, 3, 5",
+                (schema, list(_TABLES)),
+            ).fetchone()
+            assert row is not None
+            superuser, exists, owner, writes, user = row
+            if superuser:
+                raise InputError(f"{where}: refusing to run the ledger as superuser {user}: the "
+                                 "application never runs as a superuser (spec 9.2)")
+            if not exists:
+                raise InputError(f"{where}: no ledger schema {schema}; an administrator runs "
+                                 "PostgresStore.init_schema first")
+            if owner or writes:
+                raise InputError(f"{where}: role {user} can change ledger tables directly; the "
+                                 "application must connect as the writer role (spec 9.2)")
+            # Durability is a property of the session too: acknowledge only flushed commits.
+            conn.execute("SET synchronous_commit = on")
+        except psycopg.Error as e:
+            conn.close()
+            raise ExternalError(f"{where}: opening the ledger failed: {_one_line(e)}") from e
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, schema, policy, where)
+
+    # -- writing ----------------------------------------------------------------------
+    def append(self, events: Sequence[NewEvent], *, force_checkpoint: bool = False) -> list[int]:
+        """Append ``events`` in one durable transaction; return their positions.
+
+        Fast path: seal after the head this store wrote last and send one autocommitted
+        ``ledger_append`` call (one round trip).  The function takes the append lock and
+        refuses, with a retryable SQLSTATE 40001, a batch sealed after any head but the stored
+        one, so a stale head costs a retry, never a fork.  Slow path (first append, or another
+        writer moved the head): ``ledger_head()`` takes the lock inside a transaction, so the
+        head cannot move before ``ledger_append`` runs.  Either way the function re-checks the
+        chain itself (9.3).  Raises IntegrityError when the database refuses the batch,
+        ExternalError when it fails.
+        """
+        head, self._head = self._head, None
+        try:
+            if head is not None:
+                batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
+                try:
+                    self._conn.execute(self._q["append"], self._append_params(batch, events))
+                except psycopg.errors.SerializationFailure:
+                    head = None
+            if head is None:
+                with self._conn.transaction():
+                    cur = self._conn.cursor(binary=True)
+                    row = cur.execute(self._q["head"]).fetchone()
+                    if row is None:
+                        raise IntegrityError(f"{self.where}: ledger {self.schema} has no head")
+                    head = Head(int(row[0]), str(row[1]), _unpack(bytes(row[2])), int(row[3]),
+                                float(row[4]))
+                    batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
+                    cur.execute(self._q["append"], self._append_params(batch, events))
+        except psycopg.Error as e:
+            raise _error(e, f"{self.where}: append") from e
+        self._head = batch.head
+        return [e.seq for e in batch.events]
+
+    @staticmethod
+    def _append_params(batch: Batch, events: Sequence[NewEvent]) -> tuple[Any, ...]:
+        h, cp = batch.head, batch.checkpoint
+        return (
+            [e.seq for e in batch.events], [e.leaf for e in batch.events],
+            [n.kind for n in events], [n.attempt for n in events],
+            [e.body for e in batch.events],
+            h.size, h.last_leaf, _pack(h.peaks), h.last_checkpoint_size,
+            h.last_checkpoint_time, cp[0] if cp else None, cp[1] if cp else None,
+        )
+
+    def put_evidence(self, data: bytes) -> str:
+        """Store content-addressed evidence; return its SHA-256 hex digest (computed by the
+        database and checked here)."""
+        digest = hashlib.sha256(data).hexdigest()
+        stored = self._value("put_evidence", (data,), "storing evidence")
+        if stored != digest:
+            raise IntegrityError(f"{self.where}: the ledger stored evidence under {stored!r}")
+        return digest
+
+    # -- reading ----------------------------------------------------------------------
+    def _rows(self, query: str, params: Sequence[Any], what: str) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn.cursor(binary=True).execute(self._q[query], params).fetchall()
+        except psycopg.Error as e:
+            raise _error(e, f"{self.where}: {what}") from e
+
+    def _value(self, query: str, params: Sequence[Any], what: str) -> Any:
+        rows = self._rows(query, params, what)
+        return rows[0][0] if rows else None
+
+    def size(self) -> int:
+        return int(self._value("size", (), "reading the size"))
+
+    def scan(self, start: int = 1, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+        """(seq, body) in order, from ``start`` up to ``end`` inclusive (by default the size at
+        the call: the rows up to it never change, so the pages form one consistent view)."""
+        last = self.size() if end is None else end
+        nxt = start
+        while nxt <= last:
+            rows = self._rows("scan", (nxt, last, _PAGE), "scanning events")
+            for seq, body in rows:
+                yield int(seq), bytes(body)
+            if len(rows) < _PAGE:
+                return
+            nxt = int(rows[-1][0]) + 1
+
+    def attempt_events(self, attempt: str) -> list[Event]:
+        rows = self._rows("attempt", (attempt,), "reading attempt events")
+        return [Event(int(seq), bytes(body), leaf_hash(bytes(body))) for seq, body in rows]
+
+    def get_evidence(self, digest: str) -> bytes:
+        """The evidence with this digest.  Raises IntegrityError if it is missing or damaged."""
+        data = self._value("evidence", (digest,), "reading evidence")
+        if data is None:
+            raise IntegrityError(f"evidence {digest[:16]}... is not stored")
+        data = bytes(data)
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise IntegrityError(f"evidence {digest[:16]}... does not match its digest (damaged)")
+        return data
+
+    def evidence_digests(self) -> Iterator[str]:
+        after = ""
+        while True:
+            rows = self._rows("digests", (after, _PAGE), "listing evidence")
+            for (digest,) in rows:
+                yield str(digest)
+            if len(rows) < _PAGE:
+                return
+            after = str(rows[-1][0])
+
+    def checkpoints(self) -> list[tuple[int, str]]:
+        rows = self._rows("checkpoints", (), "reading checkpoints")
+        return [(int(size), str(note)) for size, note in rows]
+
+    def close(self) -> None:
+        self._conn.close()
