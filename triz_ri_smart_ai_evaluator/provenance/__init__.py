@@ -1,0 +1,68 @@
+"""Provenance register: where each confirmation comes from and whether it may count.
+
+Spec 1.24, 2.16, 8.14, 8.15, 9.3, 9.15, 9.16, 10.8, 11.21.  A pure core (``models``,
+``confirmation``, ``fingerprint``, ``decision``, ``check``, ``records``, ``state``) decides;
+``register`` records every decision in the ledger and rebuilds its state from it; the PROV
+export (``prov_export``, needs the ``prov`` package) is imported on demand, not from here.
+"""
+
+from __future__ import annotations
+
+from .check import check_confirmation
+from .confirmation import (
+    DOMAIN,
+    ComponentKey,
+    Confirmation,
+    sign_confirmation,
+    signed_message,
+    verify_signature,
+)
+from .decision import COUNTED, RELEASABLE, Decision, EchoMatch, ProvenanceRules, Reason, Status
+from .fingerprint import METHOD, Fingerprint, NearDuplicateIndex, fingerprint, normalise_text
+from .models import (
+    NEVER_INDEPENDENT,
+    Authentication,
+    AuthMethod,
+    Origin,
+    PolicyAccess,
+    SourceRecord,
+    ed25519_key_id,
+)
+from .records import ConfirmationEntry, PolicyOutput, Reconciliation, SourceRevision
+from .register import ProvenanceRegister
+from .state import RegisterState
+
+__all__ = [
+    "COUNTED",
+    "DOMAIN",
+    "METHOD",
+    "NEVER_INDEPENDENT",
+    "RELEASABLE",
+    "AuthMethod",
+    "Authentication",
+    "ComponentKey",
+    "Confirmation",
+    "ConfirmationEntry",
+    "Decision",
+    "EchoMatch",
+    "Fingerprint",
+    "NearDuplicateIndex",
+    "Origin",
+    "PolicyAccess",
+    "PolicyOutput",
+    "ProvenanceRegister",
+    "ProvenanceRules",
+    "Reason",
+    "Reconciliation",
+    "RegisterState",
+    "SourceRecord",
+    "SourceRevision",
+    "Status",
+    "check_confirmation",
+    "ed25519_key_id",
+    "fingerprint",
+    "normalise_text",
+    "sign_confirmation",
+    "signed_message",
+    "verify_signature",
+]
