@@ -10,9 +10,9 @@ and a comment never changes a measurement.  The rules in force are recorded once
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import InputError, IntegrityError
 from ..rules.task_class import TaskClass
@@ -446,12 +446,19 @@ def inputs_from_events(events: Iterable[Event]) -> AttemptInputs:
     return AttemptInputs.model_validate(doc)
 
 
+class ConfirmationLookup(Protocol):
+    """What settlement asks of a provenance register (``provenance.ProvenanceRegister``)."""
+
+    def counts_as_independent(self, attempt: str) -> Sequence[Any]: ...
+
+
 def settle(
     store: LedgerStore,
     attempt_id: str,
     *,
     late: Mapping[str, Any] | None,
     at: datetime,
+    provenance: ConfirmationLookup | None = None,
 ) -> Settlement:
     """Settle an attempt's escrow under the rules version it started with (spec 9.17, 10.6).
 
@@ -486,6 +493,16 @@ def settle(
                 raise IntegrityError(
                     f"late value for {k!r} from {m.source!r} is not an authenticated confirmation "
                     f"from {declared!r} with evidence; not applied"
+                )
+            if provenance is not None and not any(
+                entry.source == m.source and entry.content_sha256 in m.evidence
+                for entry in provenance.counts_as_independent(attempt_id)
+            ):
+                # spec 9.15, 11.21: only a confirmation the provenance register accepted as
+                # independent (signed, not an echo, source not in quarantine) may settle.
+                raise IntegrityError(
+                    f"late value for {k!r} is not backed by an accepted, independent confirmation "
+                    f"from {m.source!r} in the provenance register; not applied"
                 )
         store.append(
             [
