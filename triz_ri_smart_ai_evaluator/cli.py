@@ -49,7 +49,7 @@ app.add_typer(signal_app, name="signal", no_args_is_help=True)
 
 
 def _register_trust_record() -> None:
-    from .cli_ledger import attempt_app, escrow_app, ledger_app, witness_app
+    from .cli_ledger import attempt_app, escrow_app, ledger_app, witness_app  # noqa: PLC0415
 
     app.add_typer(ledger_app, name="ledger", no_args_is_help=True)
     app.add_typer(witness_app, name="witness", no_args_is_help=True)
