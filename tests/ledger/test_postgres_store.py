@@ -247,7 +247,8 @@ def test_roles_functions_and_grants_are_as_designed(pg_ledger: PgLedger) -> None
         " FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = %s",
         (pg_ledger.writer, pg_ledger.reader, pg_ledger.schema)).fetchall()
     writes = {"ledger_head", "ledger_append", "ledger_put_evidence"}
-    reads = {"ledger_size", "ledger_scan", "ledger_attempt_events", "ledger_evidence",
+    reads = {"ledger_size", "ledger_scan", "ledger_scan_indexed", "ledger_attempt_events",
+             "ledger_evidence",
              "ledger_evidence_digests", "ledger_checkpoints"}
     guards = {"refuse_change", "head_forward_only"}
     assert {f[0] for f in functions} == writes | reads | guards

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from ..errors import InputError, IntegrityError
 from ..rules.task_class import TaskClass
 from ..rules.versions import PinnedRules, canonical_rules, pin
@@ -237,8 +239,10 @@ def evaluate(
         raise InputError(f"attempt {attempt_id!r} was not initiated (spec 10.4)")
     if any(e.kind in OUTCOME_KINDS for e in events):
         raise InputError(f"attempt {attempt_id!r} already has an outcome")
-    record_measurements(store, attempt_id, inputs, at=at)
+    # Compute first: inputs the rules refuse (unknown ids, wrong units) leave no trace of
+    # half an evaluation in the ledger.
     signal = SignalCalculator(pinned).compute(inputs)
+    record_measurements(store, attempt_id, inputs, at=at)
     out = [
         _ev(EventKind.INDICATORS_COMPUTED, indicators_payload(signal), attempt=attempt_id, at=at),
         _ev(EventKind.AWARD_DECISION, award_payload(signal), attempt=attempt_id, at=at),
@@ -273,13 +277,20 @@ def record_settlement(
     late_source: str | None,
 ) -> int:
     """Record an escrow settlement (spec 10.6): released or adjusted, under the original rules."""
+    event = _settlement_event(attempt_id, settlement, at=at, late_source=late_source)
+    return store.append([event])[-1]
+
+
+def _settlement_event(
+    attempt_id: str, settlement: Settlement, *, at: datetime, late_source: str | None
+) -> NewEvent:
     kind = (
         EventKind.ESCROW_RELEASED
         if settlement.kind.value in ("released", "forfeited")
         else EventKind.ESCROW_ADJUSTED
     )
     data = {**settlement.to_dict(), "late_source": late_source}
-    return store.append([_ev(kind, data, attempt=attempt_id, at=at)])[-1]
+    return _ev(kind, data, attempt=attempt_id, at=at)
 
 
 def reconcile(store: LedgerStore, *, now: datetime) -> list[str]:
@@ -484,7 +495,12 @@ def settle(
     )
     late_m = None
     if late is not None:
-        late_m = {k: Measurement.model_validate(v) for k, v in late.items()}
+        try:
+            late_m = {k: Measurement.model_validate(v) for k, v in late.items()}
+        except ValidationError as e:
+            problem = e.errors()[0]
+            where = ".".join(str(p) for p in problem["loc"])
+            raise InputError(f"late value {where}: {problem['msg']}") from e
         for k, m in late_m.items():
             declared = tc.indicator(k).source if k in {i.id for i in tc.indicators} else None
             # spec 9.15, 11.21: a late value that is not from the declared, authenticated source
@@ -504,24 +520,26 @@ def settle(
                     f"late value for {k!r} is not backed by an accepted, independent confirmation "
                     f"from {m.source!r} in the provenance register; not applied"
                 )
-        store.append(
-            [
-                _ev(
-                    EventKind.MEASUREMENT_RAW,
-                    {"what": "late_indicator", "id": k, **m.model_dump(mode="json")},
-                    attempt=attempt_id,
-                    at=at,
-                    actor=m.source,
-                )
-                for k, m in sorted(late_m.items())
-            ]
-        )
+    # Settle before writing anything: a late set the rules refuse leaves the ledger untouched,
+    # and the late value and the settlement land in one transaction.
     settlement = settle_escrow(SignalCalculator(pinned), inputs_from_events(events), late=late_m)
-    record_settlement(
-        store,
-        attempt_id,
-        settlement,
-        at=at,
-        late_source=None if late_m is None else next(iter(late_m.values())).source,
+    written = [
+        _ev(
+            EventKind.MEASUREMENT_RAW,
+            {"what": "late_indicator", "id": k, **m.model_dump(mode="json")},
+            attempt=attempt_id,
+            at=at,
+            actor=m.source,
+        )
+        for k, m in sorted((late_m or {}).items())
+    ]
+    written.append(
+        _settlement_event(
+            attempt_id,
+            settlement,
+            at=at,
+            late_source=None if late_m is None else next(iter(late_m.values())).source,
+        )
     )
+    store.append(written)
     return settlement

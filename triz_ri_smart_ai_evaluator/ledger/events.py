@@ -71,8 +71,8 @@ OUTCOME_KINDS = frozenset(
     }
 )
 
-_PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}$")
-_INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}")
+_INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 
 
 def utc_stamp(moment: datetime) -> str:
@@ -107,10 +107,10 @@ class NewEvent:
         if kind_value not in _KINDS:
             raise InputError(f"unknown event kind {kind_value!r}")
         stamp = at if isinstance(at, str) else utc_stamp(at)
-        if not _INSTANT.match(stamp):
+        if not _INSTANT.fullmatch(stamp):
             raise InputError(f"event time {stamp!r} is not YYYY-MM-DDTHH:MM:SS.ffffffZ")
         for name, value in (("actor", actor), ("attempt", attempt)):
-            if value is not None and not _PLAIN.match(value):
+            if value is not None and not _PLAIN.fullmatch(value):
                 raise InputError(f"event {name} {value!r} is not a plain identifier")
         if not isinstance(data, dict):
             raise InputError("event data must be a JSON object")

@@ -274,7 +274,7 @@ def verify_ledger(
     if isinstance(store, SqliteStore) and workers > 1 and size >= PARALLEL_FROM:
         _verify_in_parallel(store.path, size, workers, anchors, report, evidence)
     else:
-        finish(check_links(store.scan()), anchors, report, evidence=evidence)
+        finish(check_links(store.scan_indexed()), anchors, report, evidence=evidence)
     return report
 
 
@@ -287,7 +287,7 @@ def _links_worker(job: tuple[str, int, int, frozenset[int]]) -> Links:
     store = SqliteStore.open(Path(path), read_only=True)
     try:
         return check_links(
-            store.scan(start, end),
+            store.scan_indexed(start, end),
             first_seq=start,
             prev=GENESIS_PREV if start == 1 else None,
             snapshot_at=sizes,

@@ -220,6 +220,15 @@ BEGIN
         WHERE e.seq >= from_seq AND e.seq <= to_seq ORDER BY e.seq LIMIT page;
 END
 $fn$;
+-- The indexed columns beside the body, so that verify can check they agree with it.
+CREATE OR REPLACE FUNCTION @schema@.ledger_scan_indexed(from_seq bigint, to_seq bigint, page integer)
+RETURNS TABLE (seq bigint, body bytea, kind text, attempt text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    RETURN QUERY SELECT e.seq, e.body, e.kind, e.attempt FROM @schema@.events AS e
+        WHERE e.seq >= from_seq AND e.seq <= to_seq ORDER BY e.seq LIMIT page;
+END
+$fn$;
 CREATE OR REPLACE FUNCTION @schema@.ledger_attempt_events(attempt text)
 RETURNS TABLE (seq bigint, body bytea)
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
@@ -265,6 +274,7 @@ GRANT EXECUTE ON FUNCTION @schema@.ledger_head(),
     @schema@.ledger_put_evidence(bytea)
     TO @writer@;
 GRANT EXECUTE ON FUNCTION @schema@.ledger_size(), @schema@.ledger_scan(bigint, bigint, integer),
+    @schema@.ledger_scan_indexed(bigint, bigint, integer),
     @schema@.ledger_attempt_events(text), @schema@.ledger_evidence(text),
     @schema@.ledger_evidence_digests(text, integer), @schema@.ledger_checkpoints()
     TO @writer@, @reader@;

@@ -57,6 +57,7 @@ _QUERIES = {
     "put_evidence": "SELECT {s}.ledger_put_evidence(%b)",
     "size": "SELECT {s}.ledger_size()",
     "scan": "SELECT seq, body FROM {s}.ledger_scan(%b, %b, %b)",
+    "scan_indexed": "SELECT seq, body, kind, attempt FROM {s}.ledger_scan_indexed(%b, %b, %b)",
     "attempt": "SELECT seq, body FROM {s}.ledger_attempt_events(%b)",
     "evidence": "SELECT {s}.ledger_evidence(%b)",
     "digests": "SELECT d FROM {s}.ledger_evidence_digests(%b, %b) AS d",
@@ -71,7 +72,7 @@ def _lock_key(schema: str) -> int:
 
 
 def _check_name(name: str, what: str) -> str:
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise InputError(f"{what} {name!r} must be a lower-case SQL identifier")
     return name
 
@@ -249,7 +250,13 @@ class PostgresStore:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, schema, policy, where)
+        store = cls(conn, schema, policy, where)
+        try:
+            store._sequencer.verify_signer(store.checkpoints(), where)
+        except BaseException:
+            conn.close()
+            raise
+        return store
 
     # -- writing ----------------------------------------------------------------------
     def append(self, events: Sequence[NewEvent], *, force_checkpoint: bool = False) -> list[int]:
@@ -330,6 +337,20 @@ class PostgresStore:
             rows = self._rows("scan", (nxt, last, _PAGE), "scanning events")
             for seq, body in rows:
                 yield int(seq), bytes(body)
+            if len(rows) < _PAGE:
+                return
+            nxt = int(rows[-1][0]) + 1
+
+    def scan_indexed(
+        self, start: int = 1, end: int | None = None
+    ) -> Iterator[tuple[int, bytes, str, str | None]]:
+        """(seq, body, kind column, attempt column) in order, like ``scan``."""
+        last = self.size() if end is None else end
+        nxt = start
+        while nxt <= last:
+            rows = self._rows("scan_indexed", (nxt, last, _PAGE), "scanning events")
+            for seq, body, kind, attempt in rows:
+                yield int(seq), bytes(body), str(kind), attempt
             if len(rows) < _PAGE:
                 return
             nxt = int(rows[-1][0]) + 1

@@ -15,8 +15,9 @@ import hashlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
-from ..errors import ExternalError, InputError, IntegrityError
+from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
 from .events import Event, NewEvent
 from .merkle import HASH_SIZE, MerkleAccumulator, leaf_hash
 from .store import CheckpointPolicy, Head, Sequencer
@@ -132,7 +133,13 @@ class SqliteStore:
             conn.execute("SELECT count(*) FROM events").fetchone()
         except sqlite3.DatabaseError as e:
             raise IntegrityError(f"{path}: not a readable ledger database ({e})") from e
-        return cls(conn, path, policy)
+        store = cls(conn, path, policy)
+        try:
+            store._sequencer.verify_signer(store.checkpoints(), str(path))
+        except BaseException:
+            conn.close()
+            raise
+        return store
 
     # -- writing ----------------------------------------------------------------------
     def _head(self) -> Head:
@@ -193,6 +200,8 @@ class SqliteStore:
                 raise
         except sqlite3.IntegrityError as e:
             raise IntegrityError(f"{self.path}: append refused: {e}") from e
+        except sqlite3.DatabaseError as e:
+            raise self._unreadable(e) from e
         except sqlite3.Error as e:
             raise ExternalError(f"{self.path}: append failed: {e}") from e
         return [e.seq for e in batch.events]
@@ -208,43 +217,69 @@ class SqliteStore:
         return digest
 
     # -- reading ----------------------------------------------------------------------
+    # Every read turns a damaged file into IntegrityError naming it (issue 3: a corrupt
+    # database gives a clear error, never a traceback); a busy database stays ExternalError.
+    def _unreadable(self, e: sqlite3.DatabaseError) -> EvaluatorError:
+        if isinstance(e, sqlite3.OperationalError) and "malformed" not in str(e):
+            return ExternalError(f"{self.path}: reading the ledger failed: {e}")
+        return IntegrityError(f"{self.path}: not a readable ledger database ({e})")
+
+    def _all(self, query: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(query, params).fetchall()
+        except sqlite3.DatabaseError as e:
+            raise self._unreadable(e) from e
+
+    def _pages(self, query: str, params: Sequence[object]) -> Iterator[Any]:
+        try:
+            cur = self._conn.execute(query, params)
+            while True:
+                rows = cur.fetchmany(4096)
+                if not rows:
+                    return
+                yield from rows
+        except sqlite3.DatabaseError as e:
+            raise self._unreadable(e) from e
+
     def size(self) -> int:
-        return int(self._conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+        return int(self._all("SELECT coalesce(max(seq), 0) FROM events")[0][0])
 
     def scan(self, start: int = 1, end: int | None = None) -> Iterator[tuple[int, bytes]]:
-        cur = self._conn.execute(
+        return self._pages(
             "SELECT seq, body FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq",
             (start, end if end is not None else 2**62),
         )
-        while True:
-            rows = cur.fetchmany(4096)
-            if not rows:
-                return
-            yield from rows
+
+    def scan_indexed(
+        self, start: int = 1, end: int | None = None
+    ) -> Iterator[tuple[int, bytes, str, str | None]]:
+        return self._pages(
+            "SELECT seq, body, kind, attempt FROM events WHERE seq >= ? AND seq <= ? "
+            "ORDER BY seq",
+            (start, end if end is not None else 2**62),
+        )
 
     def attempt_events(self, attempt: str) -> list[Event]:
-        rows = self._conn.execute(
-            "SELECT seq, body FROM events WHERE attempt = ? ORDER BY seq", (attempt,)
-        ).fetchall()
+        rows = self._all("SELECT seq, body FROM events WHERE attempt = ? ORDER BY seq", (attempt,))
         return [Event(seq, body, leaf_hash(body)) for seq, body in rows]
 
     def get_evidence(self, digest: str) -> bytes:
-        row = self._conn.execute("SELECT data FROM evidence WHERE digest = ?", (digest,)).fetchone()
-        if row is None:
+        rows = self._all("SELECT data FROM evidence WHERE digest = ?", (digest,))
+        if not rows:
             raise IntegrityError(f"evidence {digest[:16]}... is not stored")
-        data = bytes(row[0])
+        data = bytes(rows[0][0])
         if hashlib.sha256(data).hexdigest() != digest:
             raise IntegrityError(f"evidence {digest[:16]}... does not match its digest (damaged)")
         return data
 
     def evidence_digests(self) -> Iterator[str]:
-        for (digest,) in self._conn.execute("SELECT digest FROM evidence ORDER BY digest"):
+        for (digest,) in self._pages("SELECT digest FROM evidence ORDER BY digest", ()):
             yield digest
 
     def checkpoints(self) -> list[tuple[int, str]]:
         return [
             (int(size), str(note))
-            for size, note in self._conn.execute("SELECT size, note FROM checkpoints ORDER BY size")
+            for size, note in self._all("SELECT size, note FROM checkpoints ORDER BY size")
         ]
 
     def close(self) -> None:

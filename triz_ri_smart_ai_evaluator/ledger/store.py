@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .checkpoint import Checkpoint, NoteSigner, sign_note
+from ..errors import IntegrityError
+from .checkpoint import Checkpoint, NoteSigner, open_note, sign_note
 from .events import GENESIS_PREV, Event, NewEvent, seal
 from .merkle import MerkleAccumulator
 
@@ -59,6 +60,26 @@ class Sequencer:
     def __init__(self, policy: CheckpointPolicy | None) -> None:
         self.policy = policy
 
+    def verify_signer(self, checkpoints: Sequence[tuple[int, str]], where: str) -> None:
+        """Refuse to sign for a log whose last checkpoint another key signed (issue 3: a wrong
+        key never writes a checkpoint the verifier would then reject).  Raises IntegrityError.
+        """
+        if self.policy is None or not checkpoints:
+            return
+        size, note = checkpoints[-1]
+        try:
+            body, _ = open_note(note, [self.policy.signer.verifier])
+            origin = Checkpoint.from_body(body).origin
+        except IntegrityError as e:
+            raise IntegrityError(
+                f"{where}: the checkpoint at size {size} was not signed by this log key "
+                f"({self.policy.signer.name}); refusing to sign with it"
+            ) from e
+        if origin != self.policy.origin:
+            raise IntegrityError(
+                f"{where}: the log's origin is {origin!r}, not {self.policy.origin!r}"
+            )
+
     def seal(self, head: Head, new: Sequence[NewEvent], *, force_checkpoint: bool = False) -> Batch:
         acc = MerkleAccumulator.from_state(head.size, head.peaks)
         prev = head.last_leaf
@@ -99,6 +120,13 @@ class LedgerStore(Protocol):
 
     def scan(self, start: int = 1, end: int | None = None) -> Iterator[tuple[int, bytes]]:
         """(seq, body) in order, from ``start`` up to ``end`` inclusive."""
+        ...
+
+    def scan_indexed(
+        self, start: int = 1, end: int | None = None
+    ) -> Iterator[tuple[int, bytes, str, str | None]]:
+        """(seq, body, kind column, attempt column): what verify reads, so that it can check
+        the indexed columns against the body they were taken from."""
         ...
 
     def attempt_events(self, attempt: str) -> list[Event]: ...

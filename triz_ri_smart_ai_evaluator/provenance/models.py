@@ -76,7 +76,7 @@ def parse_enum(kind: type[E], value: object, what: str, error: type[EvaluatorErr
 
 def check_identifier(value: object, what: str, error: type[EvaluatorError] = InputError) -> str:
     """Return ``value`` if it is a plain ledger identifier, else raise ``error``."""
-    if not isinstance(value, str) or not _PLAIN.match(value):
+    if not isinstance(value, str) or not _PLAIN.fullmatch(value):
         raise error(f"{what} {value!r} is not a plain identifier (letters, digits, ._:@/+-)")
     return value
 
@@ -90,7 +90,7 @@ def check_text(value: object, what: str, error: type[EvaluatorError] = InputErro
 
 def check_instant(value: object, what: str, error: type[EvaluatorError] = InputError) -> datetime:
     """A timezone-aware datetime, normalised to UTC and to the ledger's microsecond spelling."""
-    if isinstance(value, str) and _INSTANT.match(value):
+    if isinstance(value, str) and _INSTANT.fullmatch(value):
         return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(UTC)
@@ -186,7 +186,7 @@ def _check_auth(auth: Authentication) -> None:
         Ed25519PublicKey.from_public_bytes(raw)
     except ValueError as e:
         raise error(f"public key is not an Ed25519 key: {e}") from e
-    if not isinstance(auth.key_id, str) or not _HEX64.match(auth.key_id):
+    if not isinstance(auth.key_id, str) or not _HEX64.fullmatch(auth.key_id):
         raise error("key id must be 64 lower-case hex digits (SHA-256 of the public key)")
     if auth.key_id != ed25519_key_id(raw):
         raise error("key id does not match the public key")
