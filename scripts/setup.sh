@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-DEBIAN_PACKAGES=()
+DEBIAN_PACKAGES=(bubblewrap nftables iproute2 util-linux)
 
 pick_python() {
     for candidate in "${PYTHON:-}" python3.11 python3.12 python3.13 python3; do
