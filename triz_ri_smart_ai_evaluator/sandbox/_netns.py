@@ -1,0 +1,282 @@
+"""The per-run network: an app namespace joined to the root namespace by a veth pair.
+
+The root end of the veth carries the *harness host* address, where the harness binds its SMTP
+receiver and where :class:`~._sink.Sink` listens; the app end carries the app address and a
+default route via the harness host.  The nftables ruleset of :mod:`._nft` is loaded before any
+link of the namespace comes up, and :meth:`Network.verify_isolation` proves it works (a probe
+connection must land in the ``attempted`` set and in the sink) before :meth:`Network.open`
+returns.  :meth:`Network.close` removes everything, whatever state set-up reached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import secrets
+import signal
+import sys
+import time
+from collections.abc import Iterable
+from types import TracebackType
+
+from ._addressing import claim_subnet, disable_ipv6, release_subnet
+from ._errors import IsolationError, SandboxError
+from ._nft import (
+    ALLOWED_SET,
+    ATTEMPTED_SET,
+    TABLE,
+    TABLE_FAMILY,
+    AttemptedDestination,
+    check_table,
+    parse_set_elements,
+    ruleset,
+)
+from ._sink import Sink, SinkConnection
+from ._tools import Tools, kill_quietly, require_tools, run_tool
+
+NETNS_DIR = "/run/netns"
+
+# Runs as root inside the app namespace (never inside the sandbox): one TCP connect to a
+# non-allowed port on the harness host, one UDP datagram, and the IPv6 switch.
+_PROBE = """
+import json, socket, sys
+host, port, nonce = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+out = {}
+try:
+    with socket.create_connection((host, port), timeout=2) as s:
+        s.sendall(nonce.encode())
+    out["tcp"] = "sent"
+except OSError as e:
+    out["tcp"] = repr(e)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    u.sendto(nonce.encode(), (host, port))
+    out["udp"] = "sent"
+except OSError as e:
+    out["udp"] = repr(e)
+try:
+    with open("/proc/sys/net/ipv6/conf/all/disable_ipv6") as f:
+        out["ipv6_disabled"] = f.read().strip() == "1"
+except OSError:
+    out["ipv6_disabled"] = True  # no IPv6 in this kernel
+print(json.dumps(out))
+"""
+
+
+class Network:
+    """A verified, recording network for one run.  Use as a context manager.
+
+    Raises :class:`SandboxError` when set-up fails and :class:`IsolationError` when the
+    isolation cannot be verified; in both cases everything made so far is removed.
+    """
+
+    def __init__(self, *, app_port: int = 8000, allowed_tcp_ports: Iterable[int] = (),
+                 tools: Tools | None = None) -> None:
+        self.tools = tools or require_tools()
+        self.app_port = app_port
+        self.allowed_tcp_ports = sorted(set(allowed_tcp_ports))
+        tag = secrets.token_hex(4)
+        self.namespace = f"trz-app-{tag}"
+        self.host_interface = f"trzh{tag[:6]}"
+        self.app_interface = f"trza{tag[:6]}"
+        self.subnet: ipaddress.IPv4Network | None = None
+        self.harness_host = ""
+        self.app_address = ""
+        self.sink: Sink | None = None
+        self.verified = False
+        """True once :meth:`verify_isolation` passed, until :meth:`close`."""
+        self._created = False
+        self._closed = False
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> Network:
+        return self.open()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def open(self) -> Network:
+        """Create, load the ruleset, verify.  Raises on any failure, after cleaning up."""
+        try:
+            self._create()
+            self.verify_isolation()
+        except BaseException:
+            with contextlib.suppress(SandboxError):
+                self.close()
+            raise
+        return self
+
+    def _create(self) -> None:
+        ip = self.tools.ip
+        self.subnet = claim_subnet(self.tools)
+        host, app = list(self.subnet.hosts())
+        self.harness_host, self.app_address = str(host), str(app)
+        self._created = True
+        run_tool([ip, "netns", "add", self.namespace])
+        run_tool([ip, "link", "add", self.host_interface, "type", "veth", "peer", "name",
+                  self.app_interface, "netns", self.namespace])
+        disable_ipv6(self.host_interface)
+        batch = (f"addr add {host}/{self.subnet.prefixlen} dev {self.host_interface}\n"
+                 f"link set {self.host_interface} up\n")
+        run_tool([ip, "-batch", "-"], stdin=batch.encode())
+        self.sink = Sink(self.harness_host).start()
+        rules = ruleset(harness_host=self.harness_host, app_port=self.app_port,
+                        sink_port=self.sink.port, allowed_tcp_ports=self.allowed_tcp_ports)
+        # IPv6 off and the ruleset loaded while every link of the namespace is still down.
+        script = ('for f in /proc/sys/net/ipv6/conf/*/disable_ipv6; do '
+                  '[ -e "$f" ] && echo 1 > "$f"; done; exec "$0" -f -')
+        run_tool(self._in_namespace([self.tools.sh, "-c", script, self.tools.nft]),
+                 stdin=rules.encode())
+        batch = (f"addr add {app}/{self.subnet.prefixlen} dev {self.app_interface}\n"
+                 f"link set {self.app_interface} up\nlink set lo up\n"
+                 f"route add default via {host}\n")
+        run_tool([ip, "-n", self.namespace, "-batch", "-"], stdin=batch.encode())
+
+    def close(self) -> None:
+        """Kill what runs in the namespace, delete it, the veth and the sink.  Idempotent.
+
+        Raises :class:`SandboxError` if something could not be removed.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self.verified = False
+        problems: list[str] = []
+        if self._created and not self._kill_namespace_processes():
+            problems.append(f"processes still in {self.namespace}")
+        if self.sink is not None:
+            self.sink.close()
+        if os.path.exists(f"/sys/class/net/{self.host_interface}"):
+            try:
+                run_tool([self.tools.ip, "link", "del", self.host_interface])
+            except SandboxError as e:
+                problems.append(e.message)
+        if os.path.exists(f"{NETNS_DIR}/{self.namespace}"):
+            try:
+                run_tool([self.tools.ip, "netns", "del", self.namespace])
+            except SandboxError as e:
+                problems.append(e.message)
+        if self.subnet is not None:
+            release_subnet(self.subnet)
+        if problems:
+            raise SandboxError("network tear-down incomplete: " + "; ".join(problems))
+
+    # -- what the harness uses ----------------------------------------------------------------
+
+    def allow_tcp_port(self, port: int) -> None:
+        """Let the app open TCP connections to ``harness_host:port`` (e.g. the SMTP port)."""
+        if not isinstance(port, int) or not 0 < port < 65536:
+            raise ValueError(f"not a TCP port: {port!r}")
+        self._nft("add", "element", TABLE_FAMILY, TABLE, ALLOWED_SET, f"{{ {port} }}")
+        self.allowed_tcp_ports = sorted({*self.allowed_tcp_ports, port})
+
+    def attempted_destinations(self) -> list[AttemptedDestination]:
+        """Every non-allowed destination the namespace tried to reach, read from nftables."""
+        out = self._nft("-j", "list", "set", TABLE_FAMILY, TABLE, ATTEMPTED_SET)
+        return parse_set_elements(out)
+
+    def sink_connections(self) -> tuple[SinkConnection, ...]:
+        """The redirected TCP connections that reached the sink."""
+        return self.sink.connections() if self.sink is not None else ()
+
+    def pids(self) -> set[int]:
+        """Processes whose network namespace is this one."""
+        try:
+            ns = os.stat(f"{NETNS_DIR}/{self.namespace}")
+        except OSError:
+            return set()
+        found: set[int] = set()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError):
+                    st = os.stat(f"/proc/{entry}/ns/net")
+                    if (st.st_dev, st.st_ino) == (ns.st_dev, ns.st_ino):
+                        found.add(int(entry))
+        return found
+
+    def in_namespace_argv(self, argv: list[str]) -> list[str]:
+        """``argv`` prefixed so that it runs (as the caller's user) in the app namespace."""
+        return self._in_namespace(argv)
+
+    # -- verification -------------------------------------------------------------------------
+
+    def verify_isolation(self) -> None:
+        """Prove the ruleset is loaded and records and redirects.  Raises :class:`IsolationError`.
+
+        A probe in the namespace connects to a non-allowed port of the harness host: the
+        destination must appear in the ``attempted`` set and the connection must reach the sink
+        (not the port it asked for).  A UDP datagram must be recorded and refused.  The probe's
+        own records are removed afterwards.
+        """
+        self.verified = False
+        if self.sink is None or not self._created or self._closed:
+            raise IsolationError("network isolation not set up")
+        try:
+            self._verify()
+        except SandboxError as e:  # a missing table or namespace is a failed verification
+            raise IsolationError(f"isolation of {self.namespace} not verified: "
+                                 f"{e.message}") from e
+        self.verified = True
+
+    def _verify(self) -> None:
+        assert self.sink is not None
+        problems = check_table(self._nft("-j", "list", "table", TABLE_FAMILY, TABLE),
+                               sink_port=self.sink.port)
+        taken = {self.sink.port, self.app_port, *self.allowed_tcp_ports}
+        port = secrets.choice([p for p in range(20000, 30000) if p not in taken])
+        nonce = f"trz-probe-{secrets.token_hex(8)}"
+        done = run_tool(self._in_namespace([sys.executable, "-I", "-S", "-c", _PROBE,
+                                            self.harness_host, str(port), nonce]))
+        probe = json.loads(done.stdout)
+        if probe.get("tcp") != "sent":
+            problems.append(f"probe TCP connection was not redirected: {probe.get('tcp')}")
+        if probe.get("udp") == "sent":
+            problems.append("probe UDP datagram was not refused")
+        if not probe.get("ipv6_disabled"):
+            problems.append("IPv6 is enabled in the app namespace")
+        want = {AttemptedDestination(self.harness_host, "tcp", port),
+                AttemptedDestination(self.harness_host, "udp", port)}
+        if not want <= set(self.attempted_destinations()):
+            problems.append("probe destinations missing from the attempted set")
+        if probe.get("tcp") == "sent" and not self._sink_saw(nonce.encode()):
+            problems.append("probe connection did not reach the sink")
+        if problems:
+            raise IsolationError(f"isolation of {self.namespace} not verified: "
+                                 + "; ".join(problems))
+        self._nft("delete", "element", TABLE_FAMILY, TABLE, ATTEMPTED_SET,
+                  f"{{ {self.harness_host} . tcp . {port}, {self.harness_host} . udp . {port} }}")
+        self.sink.forget(lambda record: record.received == nonce.encode())
+
+    def _sink_saw(self, data: bytes, timeout: float = 3.0) -> bool:
+        assert self.sink is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(record.received == data for record in self.sink.connections()):
+                return True
+            time.sleep(0.002)
+        return False
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _in_namespace(self, argv: list[str]) -> list[str]:
+        return [self.tools.nsenter, f"--net={NETNS_DIR}/{self.namespace}", "--", *argv]
+
+    def _nft(self, *args: str) -> str:
+        done = run_tool(self._in_namespace([self.tools.nft, *args]))
+        return done.stdout.decode()
+
+    def _kill_namespace_processes(self, timeout: float = 3.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = self.pids()
+            if not pids:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            for pid in pids:
+                kill_quietly(pid, signal.SIGKILL)
+            time.sleep(0.01)
