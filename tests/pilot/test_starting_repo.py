@@ -273,8 +273,11 @@ def test_scope_lists_the_candidates_files() -> None:
     assert "feedback_app/feedback.py" in permitted
     assert "feedback_app/mailer.py" in permitted
     task = (STARTING_REPO / "TASK.md").read_text()
+    # The one test path a candidate may add is its own self-check file (pilot 9); every
+    # existing test stays byte for byte.
+    assert [p for p in permitted if p.startswith("tests/")] == ["tests/test_selfcheck.py"]
     for path in permitted:
-        assert not path.startswith(("/", "tests/")), path
+        assert not path.startswith("/"), path
         assert ".." not in Path(path).parts, path
         assert f"`{path}`" in task, f"TASK.md does not name {path}"
     for protected in (
