@@ -55,6 +55,9 @@ def _register_trust_record() -> None:
     app.add_typer(witness_app, name="witness", no_args_is_help=True)
     app.add_typer(attempt_app, name="attempt", no_args_is_help=True)
     app.add_typer(escrow_app, name="escrow", no_args_is_help=True)
+    from .cli_pilot import pilot_app  # noqa: PLC0415
+
+    app.add_typer(pilot_app, name="pilot", no_args_is_help=True)
 
 out = Console()
 err = Console(stderr=True, soft_wrap=True)
