@@ -150,7 +150,9 @@ def examples_command(
             rows.append(example.judge(result))
             if not as_json:
                 r = rows[-1]
-                err.print(f"{r['candidate']}: S={r['signal']} {r['verdict']}", highlight=False)
+                mark = 'as expected' if r['as_expected'] else 'NOT as expected'
+                err.print(f"{r['candidate']}: S={r['signal']} found {r['found']} ({mark})",
+                          highlight=False)
     finally:
         store.close()
     if as_json:

@@ -307,6 +307,18 @@ class WitnessStore:
         signer = self.signer()
         with self._locked():
             previous = self._latest(origin, signer)
+            if previous is not None:
+                # The witness follows one log key per origin: the one that signed what it
+                # cosigned before.  Another key with the log's name is refused here, not only
+                # later by verify (defence in depth).
+                stored = (self._log_dir(origin) / _LATEST).read_bytes()
+                try:
+                    open_note(stored, [log_key])
+                except IntegrityError as e:
+                    raise IntegrityError(
+                        f"the log key offered for {origin!r} is not the key this witness "
+                        "follows; refusing to cosign"
+                    ) from e
             result = Witness(signer).cosign(
                 origin=origin,
                 log_key=log_key,
