@@ -275,9 +275,29 @@ def test_harness_crash_takes_the_sandbox_down(tmp_path: Path) -> None:
         subprocess.run(["ip", "link", "del", left["link"]], check=False, capture_output=True)
         subprocess.run(["ip", "netns", "del", left["namespace"]], check=False)
         for path in left["cgroups"]:
-            Path(path).rmdir()
+            rmdir_when_empty(Path(path))
         shutil.rmtree(left["stage"], ignore_errors=True)
         shutil.rmtree(left["logs"], ignore_errors=True)
+
+
+def rmdir_when_empty(cgroup: Path, timeout: float = 10.0) -> None:
+    """Remove a cgroup once the kernel has reaped its last task.
+
+    The sandbox's root-owned bwrap parent can still be exiting when the
+    candidate's uid has no process left, and v1 refuses rmdir (EBUSY) while
+    any task, even a zombie, is charged to the group.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            cgroup.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def uid_processes(uid: int) -> set[int]:
