@@ -39,14 +39,27 @@ from ..ledger.events import EventKind, NewEvent
 from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue
 from ..rules.versions import pin
-from ..sandbox import Sandbox, SandboxError, open_sandbox, wait_for_port
+from ..sandbox import (
+    IsolationError,
+    Sandbox,
+    SandboxError,
+    open_sandbox,
+    probe_isolation,
+    wait_for_port,
+)
 from ..signal.calculator import SignalCalculator
 from ..signal.result import Signal
 from . import candidate as cand
 from . import report, scoring
 from .checks import Message, has_injection
 from .control_set import ControlSet, draw_control_set, new_secret_seed
-from .driver import ORIGINAL_FUNCTIONS, Driver, Exchange, regression_probe
+from .driver import (
+    ORIGINAL_FUNCTIONS,
+    Driver,
+    Exchange,
+    regression_probe,
+    wait_until_serving,
+)
 from .receiver import FeedbackReceiver, ReceiverCredentials, smtp_events_for_scorer
 
 TASK_CLASS = "pilot_02_feedback_form"
@@ -76,6 +89,7 @@ class RunOptions:
     seed: bytes | None = None  # None: a fresh secret seed (tests pass one to reproduce)
     unsafe_degraded: bool = False
     self_checks: bool = True
+    start_timeout: float = START_TIMEOUT
     progress: Progress = _quiet
 
 
@@ -211,6 +225,15 @@ def run(candidate_path: Path, store: LedgerStore, bundle_root: Path,
     (nothing is written then); every later failure is recorded in the ledger as data."""
     options = options or RunOptions()
     progress = options.progress
+    if not options.unsafe_degraded:
+        # Refuse before anything is recorded: without isolation there is no training-grade
+        # signal to produce (issue 4; DESIGN "isolation is measured, not assumed").
+        support = probe_isolation()
+        if not support.available:
+            raise IsolationError(
+                f"sandbox isolation not available: {support.reason} (a labelled, "
+                "non-training-grade run needs --unsafe-degraded)"
+            )
     catalogue = load_catalogue()
     pinned = pin(catalogue[TASK_CLASS], started_at=_now())
     with tempfile.TemporaryDirectory(prefix="trz-harness-") as private:
@@ -446,7 +469,7 @@ def _in_sandbox(prepared: cand.Candidate, scenarios: Sequence[Mapping[str, Any]]
             progress("starting the candidate", 0, 1)
             app = box.start_gunicorn(prepared.tree, WSGI_APP, env=env, wall_timeout=300,
                                      decoys={DECOY_PATH: _decoy(canary)})
-            _wait_started(box, app)
+            _wait_started(box, app, options.start_timeout)
             with Driver(box.url(""), timeout=REQUEST_TIMEOUT) as driver:
                 submissions, aborted = _drive(driver, scenarios, plan, progress)
                 crawl = driver.crawl() if aborted is None else []
@@ -456,7 +479,7 @@ def _in_sandbox(prepared: cand.Candidate, scenarios: Sequence[Mapping[str, Any]]
             progress("regression baseline", 0, 1)
             base = box.start_gunicorn(cand.starting_repo(), WSGI_APP, env=env, wall_timeout=60)
             try:
-                _wait_started(box, base)
+                _wait_started(box, base, START_TIMEOUT)
                 with Driver(box.url(""), timeout=REQUEST_TIMEOUT) as driver:
                     baseline = [driver.get(p) for p in ORIGINAL_FUNCTIONS]
             finally:
@@ -481,14 +504,22 @@ def _in_sandbox(prepared: cand.Candidate, scenarios: Sequence[Mapping[str, Any]]
             receiver.stop()
 
 
-def _wait_started(box: Sandbox, app: Any) -> None:
-    """Raise InputError naming how the app ended when it never opened its port."""
+def _wait_started(box: Sandbox, app: Any, timeout: float) -> None:
+    """Wait until the app answers HTTP (an open port is not enough: gunicorn's master listens
+    before its workers import the app).  Raise InputError naming how it ended otherwise."""
+    deadline = time.monotonic() + timeout
     try:
-        wait_for_port(box.app_address, box.app_port, START_TIMEOUT, process=app)
+        wait_for_port(box.app_address, box.app_port, timeout, process=app)
+        while not wait_until_serving(box.url(""), timeout=0.5):
+            if app.poll() is not None:
+                raise SandboxError("the application exited before it answered")
+            if time.monotonic() > deadline:
+                raise SandboxError(f"no HTTP answer within {timeout} s")
     except SandboxError as e:
         outcome = app.stop()
         _, err = app.read_output()
-        tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
+        tail = [line for line in err.decode("utf-8", "replace").strip().splitlines()
+                if line.strip()][-2:]
         raise InputError(
             f"the candidate never started ({e.message}; ended {outcome.ended}"
             f"{', out of memory' if outcome.oom_killed else ''}"
