@@ -1,38 +1,62 @@
 #!/usr/bin/env bash
 # Quick start, command 1: the main job.
 #  1. validates the bundled task-class catalogue;
-#  2. explains the pilot 02 signal for three bundled example inputs (honest, partial, false
-#     success);
-#  3. records them as attempts in a fresh tamper-evident ledger under runs/<time>/, signs a
-#     checkpoint, has an independent witness cosign it, then verifies the ledger against the
-#     witness and recomputes every award with the independent implementation.
+#  2. evaluates pilot 02's honest reference candidate end to end: digest fixed in a fresh
+#     ledger, fresh secret control set, sandboxed app, trusted SMTP receiver, score_logs.py and
+#     the critical layer, signal, publication bundle;
+#  3. runs the bundled adversarial candidates (one per mandatory attack of pilot 11) and prints
+#     what the evaluator caught in each;
+#  4. explains three bundled signal inputs and records them as attempts too;
+#  5. signs a checkpoint, has an independent witness cosign it, verifies the whole ledger
+#     against the witness and recomputes every award with the independent implementation.
+# Everything goes to runs/<time>/.  Without root (no namespaces, no bwrap) the pilot runs in the
+# labelled degraded mode: the signal it records is marked as not training-grade.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 export COLUMNS="${COLUMNS:-120}"
 T=.venv/bin/triz-eval
 
-$T catalogue validate
-$T catalogue list
-for example in pilot_02_honest pilot_02_partial pilot_02_false_success; do
-    echo
-    echo "=== signal explain: examples/signal/${example}.json ==="
-    $T signal explain -t pilot_02_feedback_form -i "examples/signal/${example}.json"
-done
-
 run="runs/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$run"
 export TRIZ_EVAL_DB="$run/ledger.db" TRIZ_EVAL_KEYS="$run/keys"
+degraded=()
+if [ "$(id -u)" -ne 0 ]; then
+    echo "run-main: not root, so no sandbox: pilot 02 runs DEGRADED (not training-grade)" >&2
+    degraded=(--unsafe-degraded)
+fi
+
+echo "=== catalogue ==="
+$T catalogue validate
+$T catalogue list
+
 echo
 echo "=== trust record in $run ==="
 $T ledger init
 $T witness init --dir "$run/witness" >/dev/null
+
+echo
+echo "=== pilot 02: the honest reference candidate ==="
+reference=triz_ri_smart_ai_evaluator/pilot_02_feedback_form/candidates/reference/candidate.diff
+$T pilot feedback-form run --candidate "$reference" --out "$run/bundles" "${degraded[@]}"
+
+echo
+echo "=== pilot 02: the reference and every adversarial candidate ==="
+$T pilot feedback-form examples --out "$run/bundles" "${degraded[@]}"
+
 for example in pilot_02_honest pilot_02_partial pilot_02_false_success; do
+    echo
+    echo "=== signal explain: examples/signal/${example}.json ==="
+    $T signal explain -t pilot_02_feedback_form -i "examples/signal/${example}.json"
     $T attempt evaluate -t pilot_02_feedback_form -i "examples/signal/${example}.json" \
-        --attempt-id "$example"
+        --attempt-id "$example" >/dev/null
 done
+
+echo
+echo "=== checkpoint, witness, verification, recomputation ==="
 $T ledger checkpoint
 $T witness cosign --dir "$run/witness"
 $T ledger verify --witness "$run/witness"
 $T ledger recompute
-$T attempt show pilot_02_false_success
+echo
+echo "run-main: ledger, witness and publication bundles are in $run"
