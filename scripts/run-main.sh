@@ -6,8 +6,10 @@
 #     the critical layer, signal, publication bundle;
 #  3. runs the bundled adversarial candidates (one per mandatory attack of pilot 11) and prints
 #     what the evaluator caught in each;
-#  4. explains three bundled signal inputs and records them as attempts too;
-#  5. signs a checkpoint, has an independent witness cosign it, verifies the whole ledger
+#  4. checks two document-step drafts with the blind verifier gate's mechanical layer (one
+#     faithful, one with the invented clauses 9.2/9.3 of seed 002's live catch);
+#  5. explains three bundled signal inputs and records them as attempts too;
+#  6. signs a checkpoint, has an independent witness cosign it, verifies the whole ledger
 #     against the witness and recomputes every award with the independent implementation.
 # Everything goes to runs/<time>/.  Without root (no namespaces, no bwrap) the pilot runs in the
 # labelled degraded mode: the signal it records is marked as not training-grade.
@@ -43,6 +45,18 @@ $T pilot feedback-form run --candidate "$reference" --out "$run/bundles" "${degr
 echo
 echo "=== pilot 02: the reference and every adversarial candidate ==="
 $T pilot feedback-form examples --out "$run/bundles" "${degraded[@]}"
+
+echo
+echo "=== the blind verifier gate (seed 002): mechanical layer on two drafts ==="
+$T document verify --brief examples/document/brief.yaml \
+    --draft examples/document/draft_faithful.yaml
+caught=0
+$T document verify --brief examples/document/brief.yaml \
+    --draft examples/document/draft_invented.yaml || caught=$?
+if [ "$caught" -ne 1 ]; then
+    echo "run-main: the draft with invented citations was not failed (exit $caught)" >&2
+    exit 1
+fi
 
 for example in pilot_02_honest pilot_02_partial pilot_02_false_success; do
     echo

@@ -1,8 +1,12 @@
-"""Reading the evaluator's JSON and YAML input files with located, one-line errors."""
+"""Reading the evaluator's JSON and YAML input files with located, one-line errors, and
+writing output files atomically."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,3 +55,19 @@ def load_model(path: Path, model: type[M]) -> M:
         return model.model_validate(data)
     except ValidationError as e:
         raise InputError(f"{path}: {validation_message(e)}") from e
+
+
+def write_atomic(path: Path, data: bytes) -> str:
+    """Write ``data`` to ``path`` atomically; return its SHA-256."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return hashlib.sha256(data).hexdigest()

@@ -58,6 +58,9 @@ def _register_trust_record() -> None:
     from .cli_pilot import pilot_app  # noqa: PLC0415
 
     app.add_typer(pilot_app, name="pilot", no_args_is_help=True)
+    from .cli_document import document_app  # noqa: PLC0415
+
+    app.add_typer(document_app, name="document", no_args_is_help=True)
 
 out = Console()
 err = Console(stderr=True, soft_wrap=True)

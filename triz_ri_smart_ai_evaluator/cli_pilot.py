@@ -44,7 +44,7 @@ DegradedOpt = Annotated[
 ]
 
 
-def _open_ledger(db: Path, keys: Path) -> Any:
+def open_ledger(db: Path, keys: Path) -> Any:
     if not (keys / "log.key").exists():
         create_log_key(keys, origin=DEFAULT_ORIGIN)
         err.print(f"created a log key in {keys}")
@@ -52,7 +52,7 @@ def _open_ledger(db: Path, keys: Path) -> Any:
     return open_sqlite_ledger(db, keys)
 
 
-def _progress_bar(console: Console) -> tuple[Progress, harness.Progress]:
+def progress_bar(console: Console) -> tuple[Progress, harness.Progress]:
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), console=console, transient=True)
     task = bar.add_task("starting", total=1)
@@ -79,9 +79,9 @@ def run_command(
     against the trusted SMTP receiver, score, record everything in the ledger, publish."""
     if not candidate.exists():
         raise InputError(f"{candidate}: no such candidate")
-    store = _open_ledger(db, keys)
+    store = open_ledger(db, keys)
     try:
-        bar, update = _progress_bar(err)
+        bar, update = progress_bar(err)
         with bar:
             result = harness.run(candidate, store, out_dir, harness.RunOptions(
                 size=size, unsafe_degraded=unsafe_degraded, progress=update))
@@ -138,11 +138,11 @@ def examples_command(
 ) -> None:
     """Run the honest reference candidate and one adversarial candidate per mandatory attack
     of pilot 11; print one row per candidate with the violation the evaluator found."""
-    store = _open_ledger(db, keys)
+    store = open_ledger(db, keys)
     rows = []
     try:
         for example in bundled_candidates():
-            bar, update = _progress_bar(err)
+            bar, update = progress_bar(err)
             with bar:
                 update(f"{example.name}", 0, 1)
                 result = harness.run(example.diff, store, out_dir, harness.RunOptions(

@@ -58,6 +58,8 @@ class EventKind(StrEnum):
     POLICY_OUTPUT = "policy.output"
     TRAINING_INCLUDED = "training.included"
     ACCESS_VIOLATION = "access.violation"
+    GATE_TRANSITION = "gate.transition"
+    INJECTION_DETECTED = "injection.detected"
 
 
 #: Outcome kinds: an attempt with one of these is finished (the reconciler leaves it alone).

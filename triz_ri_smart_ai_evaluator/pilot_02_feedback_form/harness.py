@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from .._io import write_atomic
 from ..errors import EvaluatorError, InputError
 from ..ledger import attempts
 from ..ledger.events import EventKind, NewEvent
@@ -261,7 +262,7 @@ def run(candidate_path: Path, store: LedgerStore, bundle_root: Path,
                               {"reason": e.diagnostics(), "stage": "run"}, attempt_id)])
             summary = {"attempt_id": attempt_id, "status": "errored", "error": e.diagnostics(),
                        "candidate_digest": prepared.digest}
-            report.write_atomic(bundle / "summary.json", report.json_bytes(summary))
+            write_atomic(bundle / "summary.json", report.json_bytes(summary))
             return RunResult(attempt_id, prepared.digest, "errored", None, summary, bundle)
 
 
@@ -362,7 +363,7 @@ def _evaluate(store: LedgerStore, pinned: Any, attempt_id: str, prepared: cand.C
         "environment.json": report.json_bytes(report.environment_digest()),
     }
     for name, data in files.items():
-        report.write_atomic(bundle / name, data)
+        write_atomic(bundle / name, data)
     scorer = _run_score_logs(bundle)
     files["score_logs_report.json"] = report.json_bytes(scorer)
     values = scoring.metrics(scorer, evidence, decided)
@@ -546,7 +547,7 @@ def _publish(bundle: Path, files: Mapping[str, bytes], summary: Mapping[str, Any
              submissions: Mapping[str, Sequence[Exchange]], scorer: Mapping[str, Any]) -> None:
     digests = []
     for name, data in sorted(files.items()):
-        digests.append((name, report.write_atomic(bundle / name, data)))
+        digests.append((name, write_atomic(bundle / name, data)))
     rows = []
     for s in scenarios:
         sid = str(s["id"])
@@ -566,7 +567,7 @@ def _publish(bundle: Path, files: Mapping[str, bytes], summary: Mapping[str, Any
                               findings=[f.to_dict() for f in found], scenarios=rows,
                               scorer=scorer, environment=json.loads(files["environment.json"]),
                               files=digests)
-    report.write_atomic(bundle / "report.html", html.encode())
+    write_atomic(bundle / "report.html", html.encode())
 
 
 def signal_of(store: LedgerStore, attempt_id: str) -> Signal | None:

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -40,22 +37,6 @@ def environment_digest() -> dict[str, Any]:
     }
     doc["sha256"] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
     return doc
-
-
-def write_atomic(path: Path, data: bytes) -> str:
-    """Write ``data`` to ``path`` atomically; return its SHA-256."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return hashlib.sha256(data).hexdigest()
 
 
 def json_bytes(doc: Any) -> bytes:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .._io import write_atomic
 from ..canonical import canonical_json, sha256_hex
 from ..errors import InputError, IntegrityError, RuleError
 from .indicators import BenchmarkVersion
@@ -110,20 +110,6 @@ def check_no_retrospective_change(
     return problems
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 class RulesStore:
     """A folder of published rules versions: ``<id>/<version>.json`` plus ``<id>/history.jsonl``.
 
@@ -201,7 +187,7 @@ class RulesStore:
             )
             if problems:
                 raise RuleError(f"{tc.id}: " + "; ".join(problems))
-        _write_atomically(path, canonical_rules(tc))
+        write_atomic(path, canonical_rules(tc))
         record = {"version": version, "published_at": published_at.isoformat()}
         history = self.root / tc.id / "history.jsonl"
         with history.open("a", encoding="utf-8") as f:
