@@ -9,7 +9,9 @@ and a comment never changes a measurement.  The rules in force are recorded once
 
 from __future__ import annotations
 
+import contextlib
 import json
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -40,11 +42,31 @@ def _ev(
     return NewEvent.make(kind, data, actor=actor, at=at, attempt=attempt)
 
 
+#: Per open store: how far its ``rules.published`` events were read, and the versions found.
+#: The ledger is append-only, so each call reads only the events appended since the last one
+#: (a service initiates many attempts; rescanning the whole log each time would be O(n)).
+_PUBLISHED: weakref.WeakKeyDictionary[Any, tuple[int, frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def rules_published_in(store: LedgerStore) -> set[str]:
-    return {
-        str(fields["data"]["rules_version"])
-        for fields in _scan_kind(store, EventKind.RULES_PUBLISHED)
-    }
+    """Every rules version the ledger holds a ``rules.published`` event for."""
+    size = store.size()
+    seen, versions = _PUBLISHED.get(store, (0, frozenset()))
+    if size < seen:  # not the log we read before (a replaced file): read it all again
+        seen, versions = 0, frozenset()
+    found = set(versions)
+    marker = f'"kind":"{EventKind.RULES_PUBLISHED.value}"'.encode()
+    for _, body in store.scan(seen + 1, size):
+        if marker in body:
+            fields = json.loads(body)
+            if fields["kind"] == EventKind.RULES_PUBLISHED.value:
+                found.add(str(fields["data"]["rules_version"]))
+    # A store that cannot be weakly referenced is simply not cached.
+    with contextlib.suppress(TypeError):
+        _PUBLISHED[store] = (size, frozenset(found))
+    return found
 
 
 def _scan_kind(store: LedgerStore, kind: EventKind) -> Iterable[dict[str, Any]]:

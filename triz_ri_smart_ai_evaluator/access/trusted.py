@@ -1,0 +1,552 @@
+"""The trusted port: per trusted role, exactly its matrix rights (spec 2.11, 9.3, 9.15, 10.3).
+
+Every request goes through :meth:`AccessGuard.verify_allowed`.  A trusted component is the
+source with its principal id in the provenance register; what it appends carries its Ed25519
+signature over the canonical request (:func:`request_message`), verified against the key of the
+source's current revision before anything is written (spec 9.3 bullet 1: the record is created
+by a trusted component; 9.15: authenticated, with known origin).  An unregistered, unsigned or
+quarantined source, or a bad signature, is refused and logged like any other violation.  Each
+signed append records an ``evidence.stored`` event ``what: signed_request`` with the principal,
+key id and signature, and the signed bytes in the evidence store (for control sets only their
+digest: the content stays hidden, 9.6), so an outsider can re-verify who asked for what.
+
+Reads need no signature: the caller's identity is the transport's credential.  All payloads and
+answers are JSON; bytes travel as base64.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..canonical import canonical_json, sha256_hex
+from ..errors import InputError
+from ..ledger.attempts import (
+    attempt_record,
+    award_payload,
+    evaluate,
+    record_measurements,
+    rules_published_in,
+)
+from ..ledger.events import Event, EventKind, NewEvent, parse_body
+from ..provenance.confirmation import ComponentKey, Confirmation, verify_signature
+from ..provenance.models import AuthMethod, PolicyAccess
+from ..provenance.register import ProvenanceRegister
+from ..rules.task_class import TaskClass
+from ..rules.versions import canonical_rules, pin, rules_version
+from ..signal.inputs import AttemptInputs
+from .backing import Catalogue, ControlSetStore, ScheduleBook
+from .enforce import AccessGuard, Principal, is_plain_id, parse_action, parse_resource
+from .matrix import TRUSTED_ROLES, Action, Resource, Role, Scope
+from .ports import (
+    DEFAULT_LIMITS,
+    Limits,
+    decode_b64,
+    encode_b64,
+    now_utc,
+    optional_text,
+    text_field,
+)
+from .views import (
+    ARTEFACT,
+    SIGNED_REQUEST,
+    final_award,
+    of_kind,
+    owner_of,
+    public_task,
+    quarantine_of,
+    started_at,
+    status_of,
+)
+
+DOMAIN = "triz-ri-smart-ai-evaluator/access/request/v1"
+MAX_LEDGER_PAGE = 1000
+_RESERVED_WHAT = frozenset({ARTEFACT, SIGNED_REQUEST})
+_OUTCOMES = {"errored": EventKind.ATTEMPT_ERRORED, "cancelled": EventKind.ATTEMPT_CANCELLED,
+             "verification_failed": EventKind.ATTEMPT_VERIFICATION_FAILED}
+_VERDICTS = frozenset({"verified", "rejected", "inconclusive"})
+
+
+def request_message(principal: Principal, resource: Resource | str, action: Action | str,
+                    payload: Mapping[str, Any]) -> bytes:
+    """The bytes a trusted component signs: RFC 8785 JSON of the domain, who, what and the
+    payload without its ``signature``.  Raises InputError for a payload JSON cannot carry."""
+    body = {k: v for k, v in payload.items() if k != "signature"}
+    return canonical_json({"domain": DOMAIN, "principal": principal.id,
+                           "role": principal.role.value, "resource": str(resource),
+                           "action": str(action), "payload": body})
+
+
+def sign_request(key: ComponentKey, principal: Principal, resource: Resource | str,
+                 action: Action | str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload with the component's ``signature`` added (the client side of a request)."""
+    body = {k: v for k, v in payload.items() if k != "signature"}
+    return {**body, "signature": key.sign(request_message(principal, resource, action, body))}
+
+
+@dataclass(frozen=True, slots=True)
+class _Signed:
+    digest: str
+    key_id: str
+    signature: str
+
+    def fields(self) -> dict[str, Any]:
+        return {"request": self.digest, "key_id": self.key_id, "signature": self.signature}
+
+
+Handler = Callable[[Mapping[str, Any], Scope, "_Signed | None"], dict[str, Any]]
+
+
+class TrustedPort:
+    """What one trusted principal may do.  Raises InputError for a principal of role
+    ``evaluated_policy`` (it has :class:`~.ports.PolicyPort`)."""
+
+    def __init__(self, guard: AccessGuard, principal: Principal, *,
+                 register: ProvenanceRegister, catalogue: Catalogue,
+                 control_sets: ControlSetStore, schedule: ScheduleBook,
+                 clock: Callable[[], datetime] = now_utc, limits: Limits = DEFAULT_LIMITS) -> None:
+        if principal.role not in TRUSTED_ROLES:
+            raise InputError(f"a trusted port is not for role {principal.role.value}")
+        self.principal = principal
+        self._guard = guard
+        self._store = guard.ledger
+        self._register = register
+        self._catalogue = catalogue
+        self._control_sets = control_sets
+        self._schedule = schedule
+        self._clock = clock
+        self._limits = limits
+        R, A = Resource, Action
+        self._handlers: dict[tuple[Resource, Action], Handler] = {
+            (R.TASK_SPEC_PUBLIC, A.READ): self._read_public,
+            (R.SUBMISSIONS, A.READ): self._read_submission,
+            (R.CONTROL_SETS, A.READ): self._read_control_set,
+            (R.ATTEMPTS, A.READ): self._read_attempt,
+            (R.RAW_MEASUREMENTS, A.READ): self._of_kind(EventKind.MEASUREMENT_RAW, "measurements"),
+            (R.EVIDENCE, A.READ): self._read_evidence,
+            (R.VERIFIER_DECISIONS, A.READ): self._of_kind(EventKind.VERIFIER_DECISION,
+                                                         "decisions"),
+            (R.INDICATORS, A.READ): self._of_kind(EventKind.INDICATORS_COMPUTED, "indicators"),
+            (R.AWARDS_AND_SIGNALS, A.READ): self._read_award,
+            (R.LEDGER, A.READ): self._read_ledger,
+            (R.CHECKPOINTS, A.READ): self._read_checkpoints,
+            (R.RULES_AND_BENCHMARKS, A.READ): self._read_rules,
+            (R.CHECK_SCHEDULE, A.READ): self._read_schedule,
+            (R.QUARANTINE, A.READ): self._read_quarantine,
+            (R.ATTEMPTS, A.APPEND): self._append_outcome,
+            (R.RAW_MEASUREMENTS, A.APPEND): self._append_measurements,
+            (R.EVIDENCE, A.APPEND): self._append_evidence,
+            (R.VERIFIER_DECISIONS, A.APPEND): self._append_decision,
+            (R.INDICATORS, A.APPEND): self._evaluate,
+            (R.AWARDS_AND_SIGNALS, A.APPEND): self._evaluate,
+            (R.CONTROL_SETS, A.APPEND): self._append_control_set,
+            (R.CHECK_SCHEDULE, A.APPEND): self._rotate_schedule,
+            (R.QUARANTINE, A.APPEND): self._append_quarantine,
+            (R.RULES_AND_BENCHMARKS, A.APPEND): self._publish_rules,
+        }
+
+    # -- the one door ----------------------------------------------------------------------
+    def request(self, resource: str, action: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Perform ``action`` on ``resource`` with a JSON ``payload``; return a JSON answer.
+
+        The matrix decides first (a refusal is logged whatever the payload); an append then needs
+        a valid ``signature`` (see :func:`sign_request`).  Raises AccessDenied, InputError for an
+        unknown resource or action or a malformed payload, RuleError for rules the catalogue
+        refuses.  Payload shapes are listed in docs/access-matrix.md.
+        """
+        res, act = parse_resource(resource), parse_action(action)
+        if not isinstance(payload, Mapping):
+            raise InputError("the request payload must be a JSON object")
+        target = optional_text(payload, "attempt_id") or optional_text(payload, "class_id")
+        scope = self._guard.verify_allowed(self.principal, res, act, target=target)
+        handler = self._handlers.get((res, act))
+        if handler is None:
+            raise InputError(f"{act.value} {res.value} is not offered by the trusted port")
+        signed = self._verify_signature(res, act, payload, target) if act is Action.APPEND else None
+        body = {k: v for k, v in payload.items() if k != "signature"}
+        return handler(body, scope, signed)
+
+    def _verify_signature(self, res: Resource, act: Action, payload: Mapping[str, Any],
+                          target: str | None) -> _Signed:
+        p = self.principal
+        source = self._register.state.current_source(p.id)
+        problem = None
+        if source is None:
+            problem = f"no source {p.id!r} in the provenance register"
+        elif source.quarantined:
+            problem = f"source {p.id!r} is in quarantine (spec 9.11)"
+        elif source.authentication.method is not AuthMethod.ED25519:
+            problem = f"source {p.id!r} has no Ed25519 key"
+        elif source.policy_access is PolicyAccess.WRITE:
+            problem = f"source {p.id!r} is writable by the policy: not independent (spec 9.3)"
+        if problem is not None or source is None:
+            self._guard.refuse(p, res, act, reason=problem or "no source", target=target)
+        signature = payload.get("signature")
+        message = request_message(p, res, act, payload)
+        if not isinstance(signature, str) or not verify_signature(
+            source.authentication, message, signature
+        ):
+            self._guard.refuse(p, res, act, target=target,
+                               reason=f"signature does not verify against the registered key "
+                                      f"{source.authentication.key_id} of {p.id!r}")
+        # spec 9.6: a control set's content never goes into the evidence store; its digest does.
+        digest = (sha256_hex(message) if res is Resource.CONTROL_SETS
+                  else self._store.put_evidence(message))
+        assert source.authentication.key_id is not None
+        return _Signed(digest, source.authentication.key_id, signature)
+
+    def _signed_event(self, signed: _Signed | None, res: Resource, act: Action,
+                      attempt: str | None) -> NewEvent:
+        assert signed is not None
+        p = self.principal
+        return NewEvent.make(EventKind.EVIDENCE_STORED, {
+            "what": SIGNED_REQUEST, "digest": signed.digest, "principal": p.id,
+            "role": p.role.value, "resource": res.value, "action": act.value,
+            "key_id": signed.key_id, "signature": signed.signature,
+        }, actor=p.id, at=self._clock(), attempt=attempt)
+
+    def _event(self, kind: EventKind, data: dict[str, Any], attempt: str | None) -> NewEvent:
+        return NewEvent.make(kind, data, actor=self.principal.id, at=self._clock(),
+                             attempt=attempt)
+
+    def _events(self, payload: Mapping[str, Any], *, open_only: bool = False) -> list[Event]:
+        attempt = text_field(payload, "attempt_id")
+        if not is_plain_id(attempt):
+            raise InputError("attempt_id is not a plain identifier")
+        events = self._store.attempt_events(attempt)
+        status = status_of(events)
+        if status is None:
+            raise InputError(f"no attempt {attempt!r} in the ledger")
+        if open_only and status != "initiated":
+            raise InputError(f"attempt {attempt!r} already has an outcome ({status})")
+        return events
+
+    # -- reads -----------------------------------------------------------------------------
+    def _read_public(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+                     ) -> dict[str, Any]:
+        tc = self._catalogue.get(payload.get("class_id"))
+        return public_task(tc, pin(tc, started_at=self._clock()),
+                           permitted_actions=self._guard.matrix.grants(Role.EVALUATED_POLICY))
+
+    def _read_submission(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+                         ) -> dict[str, Any]:
+        events = self._events(payload)
+        artefact = next((d for d in of_kind(events, EventKind.EVIDENCE_STORED)
+                         if d.get("what") == ARTEFACT), None)
+        notes: dict[str, list[str]] = {"claim": [], "diagnostic": []}
+        for data in of_kind(events, EventKind.POLICY_OUTPUT):
+            if data.get("what") in notes:
+                text = self._store.get_evidence(str(data["output"])).decode("utf-8")
+                notes[str(data["what"])].append(text)
+        return {
+            "attempt_id": payload["attempt_id"],
+            "submitted_by": owner_of(events),
+            "artefact_sha256": None if artefact is None else artefact["digest"],
+            "artefact_b64": None if artefact is None
+            else encode_b64(self._store.get_evidence(str(artefact["digest"]))),
+            "claims": notes["claim"],
+            "diagnostics": notes["diagnostic"],
+        }
+
+    def _read_control_set(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+                          ) -> dict[str, Any]:
+        return self._control_sets.read(self._catalogue.get(payload.get("class_id")).id)
+
+    def _read_attempt(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+                      ) -> dict[str, Any]:
+        """The full spec 10.1 record (owner and auditor: the 3.2 breakdown)."""
+        return {"attempt_id": payload["attempt_id"],
+                "record": attempt_record(self._events(payload))}
+
+    def _of_kind(self, kind: EventKind, name: str) -> Handler:
+        def read(payload: Mapping[str, Any], _: Scope, __: _Signed | None) -> dict[str, Any]:
+            return {"attempt_id": payload["attempt_id"],
+                    name: of_kind(self._events(payload), kind)}
+        return read
+
+    def _read_evidence(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+                       ) -> dict[str, Any]:
+        listed = of_kind(self._events(payload), EventKind.EVIDENCE_STORED)
+        answer: dict[str, Any] = {"attempt_id": payload["attempt_id"], "evidence": listed}
+        digest = payload.get("digest")
+        if digest is not None:
+            if digest not in {d.get("digest") for d in listed if d.get("what") != SIGNED_REQUEST}:
+                raise InputError(f"no evidence {digest!r} stored for this attempt")
+            answer["content_b64"] = encode_b64(self._store.get_evidence(str(digest)))
+        return answer
+
+    def _read_award(self, payload: Mapping[str, Any], scope: Scope, _: _Signed | None
+                    ) -> dict[str, Any]:
+        events = self._events(payload)
+        answer = {"attempt_id": payload["attempt_id"], **final_award(events)}
+        if scope is Scope.FINAL:
+            return answer  # spec 9.17: only the final, verified value; nothing held or hidden
+        escrow = [e.data for e in events if e.kind.startswith("escrow.")]
+        return {**answer, "awards": of_kind(events, EventKind.AWARD_DECISION), "escrow": escrow}
+
+    def _read_ledger(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+                     ) -> dict[str, Any]:
+        start, limit = payload.get("start", 1), payload.get("limit", 100)
+        if not isinstance(start, int) or isinstance(start, bool) or start < 1:
+            raise InputError("start must be a positive integer")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+            raise InputError(f"limit must be between 1 and {MAX_LEDGER_PAGE}")
+        events = [parse_body(body, seq=seq)
+                  for seq, body in self._store.scan(start, start + limit - 1)]
+        return {"size": self._store.size(), "events": events}
+
+    def _read_checkpoints(self, _: Mapping[str, Any], __: Scope, ___: _Signed | None
+                          ) -> dict[str, Any]:
+        return {"checkpoints": [{"size": s, "note": n} for s, n in self._store.checkpoints()]}
+
+    def _read_rules(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+                    ) -> dict[str, Any]:
+        tc = self._catalogue.get(payload.get("class_id"))
+        return {"class_id": tc.id, "rules_version": rules_version(tc),
+                "rules": json.loads(canonical_rules(tc))}
+
+    def _read_schedule(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+                       ) -> dict[str, Any]:
+        self._events(payload)
+        return self._schedule.current.assign(str(payload["attempt_id"])).to_data()
+
+    def _read_quarantine(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+                         ) -> dict[str, Any]:
+        return {"attempt_id": payload["attempt_id"],
+                "quarantine": quarantine_of(self._events(payload))}
+
+    # -- appends (signed) ------------------------------------------------------------------
+    def _inputs(self, payload: Mapping[str, Any]) -> AttemptInputs:
+        try:
+            return AttemptInputs.model_validate(payload.get("inputs"))
+        except ValidationError as e:
+            problem = e.errors()[0]
+            where = ".".join(str(p) for p in problem["loc"])
+            raise InputError(f"inputs.{where}: {problem['msg']}") from e
+
+    def _append_measurements(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+                             ) -> dict[str, Any]:
+        self._events(payload)
+        attempt = str(payload["attempt_id"])
+        inputs = self._inputs(payload)
+        event = self._signed_event(signed, Resource.RAW_MEASUREMENTS, Action.APPEND, attempt)
+        self._store.append([event])
+        seqs = record_measurements(self._store, attempt, inputs, at=self._clock())
+        return {"attempt_id": attempt, "seqs": seqs}
+
+    def _append_evidence(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+                         ) -> dict[str, Any]:
+        if "confirmation" in payload:
+            return self._submit_confirmation(payload, signed)
+        self._events(payload)
+        attempt = str(payload["attempt_id"])
+        what = text_field(payload, "what")
+        if what in _RESERVED_WHAT or len(what) > 200:
+            raise InputError(f"evidence 'what' {what!r} is reserved or too long")
+        content = decode_b64(payload.get("content_b64"), "content_b64",
+                             self._limits.artefact_bytes)
+        digest = self._store.put_evidence(content)
+        assert signed is not None
+        self._store.append([
+            self._signed_event(signed, Resource.EVIDENCE, Action.APPEND, attempt),
+            self._event(EventKind.EVIDENCE_STORED, {"what": what, "digest": digest,
+                                                    "size": len(content), "by": self.principal.id,
+                                                    **signed.fields()}, attempt),
+        ])
+        return {"attempt_id": attempt, "digest": digest}
+
+    def _submit_confirmation(self, payload: Mapping[str, Any], signed: _Signed | None
+                             ) -> dict[str, Any]:
+        raw = payload["confirmation"]
+        if not isinstance(raw, Mapping) or not set(raw) <= {
+            "source", "attempt", "content", "issued_at", "signature"
+        }:
+            raise InputError("confirmation must have source, attempt, content, issued_at, "
+                             "signature")
+        confirmation = Confirmation(raw.get("source"), raw.get("attempt"),  # type: ignore[arg-type]
+                                    raw.get("content"), raw.get("issued_at"),  # type: ignore[arg-type]
+                                    raw.get("signature"))
+        if confirmation.source != self.principal.id:
+            # spec 9.15: a source confirms only as itself.
+            self._guard.refuse(self.principal, Resource.EVIDENCE, Action.APPEND,
+                               target=confirmation.attempt,
+                               reason=f"{self.principal.id!r} may not confirm as "
+                                      f"{confirmation.source!r}")
+        self._store.append([self._signed_event(signed, Resource.EVIDENCE, Action.APPEND,
+                                               confirmation.attempt)])
+        entry = self._register.submit_confirmation(confirmation)
+        return {"attempt_id": confirmation.attempt, "confirmation": entry.to_data()}
+
+    def _append_decision(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+                         ) -> dict[str, Any]:
+        self._events(payload)
+        attempt = str(payload["attempt_id"])
+        decision = payload.get("decision")
+        if not isinstance(decision, Mapping) or decision.get("verdict") not in _VERDICTS:
+            raise InputError(f"decision must be an object with verdict one of {sorted(_VERDICTS)}")
+        assert signed is not None
+        data = {**decision, "verifier": self.principal.id, **signed.fields()}
+        seqs = self._store.append([
+            self._signed_event(signed, Resource.VERIFIER_DECISIONS, Action.APPEND, attempt),
+            self._event(EventKind.VERIFIER_DECISION, data, attempt),
+        ])
+        return {"attempt_id": attempt, "seq": seqs[-1]}
+
+    def _evaluate(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+                  ) -> dict[str, Any]:
+        # attempts.evaluate writes measurements, indicators, the award and the outcome: every one
+        # of those rights is needed, not only the one the request named.
+        for res, act in ((Resource.RAW_MEASUREMENTS, Action.APPEND),
+                         (Resource.INDICATORS, Action.APPEND),
+                         (Resource.AWARDS_AND_SIGNALS, Action.APPEND),
+                         (Resource.ATTEMPTS, Action.APPEND)):
+            self._guard.verify_allowed(self.principal, res, act,
+                                       target=optional_text(payload, "attempt_id"))
+        events = self._events(payload, open_only=True)
+        attempt = str(payload["attempt_id"])
+        inputs = self._inputs(payload)
+        initiated = of_kind(events, EventKind.ATTEMPT_INITIATED)[0]
+        version = str(initiated["rules_version"])
+        start = started_at(events)
+        assert start is not None
+        # spec 10.5: the rules the attempt was pinned to when it started, not today's.
+        pinned = pin(self._rules_of(version), started_at=start, version=version)
+        self._store.append([self._signed_event(signed, Resource.AWARDS_AND_SIGNALS,
+                                               Action.APPEND, attempt)])
+        signal = evaluate(self._store, pinned, inputs, attempt_id=attempt, at=self._clock())
+        return {"attempt_id": attempt, "award": award_payload(signal)}
+
+    def _rules_of(self, version: str) -> TaskClass:
+        tc = self._catalogue.version(version)
+        if tc is not None:
+            return tc
+        marker = f'"kind":"{EventKind.RULES_PUBLISHED.value}"'.encode()
+        for _, body in self._store.scan():
+            if marker in body:
+                data = json.loads(body)["data"]
+                if data.get("rules_version") == version:
+                    return TaskClass.model_validate(json.loads(data["canonical_rules"]))
+        raise InputError(f"rules version {version[:12]} is neither served nor in the ledger")
+
+    def _append_outcome(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+                        ) -> dict[str, Any]:
+        self._events(payload, open_only=True)
+        attempt = str(payload["attempt_id"])
+        outcome = payload.get("outcome")
+        if outcome not in _OUTCOMES:
+            raise InputError(f"outcome must be one of {sorted(_OUTCOMES)}")
+        assert signed is not None
+        data = {"outcome": outcome, "reason": text_field(payload, "reason")[:2000],
+                "by": self.principal.id, **signed.fields()}
+        seqs = self._store.append([
+            self._signed_event(signed, Resource.ATTEMPTS, Action.APPEND, attempt),
+            self._event(_OUTCOMES[str(outcome)], data, attempt),
+        ])
+        return {"attempt_id": attempt, "status": outcome, "seq": seqs[-1]}
+
+    def _append_quarantine(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+                           ) -> dict[str, Any]:
+        self._events(payload)
+        attempt = str(payload["attempt_id"])
+        status = payload.get("status")
+        if status not in ("quarantined", "clear"):
+            raise InputError("status must be 'quarantined' or 'clear'")
+        assert signed is not None
+        data = {"subject": "attempt", "status": status,
+                "reasons": [text_field(payload, "reason")[:2000]], "by": self.principal.id,
+                **signed.fields()}
+        self._store.append([
+            self._signed_event(signed, Resource.QUARANTINE, Action.APPEND, attempt),
+            self._event(EventKind.QUARANTINE_CHANGED, data, attempt),
+        ])
+        return {"attempt_id": attempt, "quarantine": status}
+
+    def _append_control_set(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+                            ) -> dict[str, Any]:
+        tc = self._catalogue.get(payload.get("class_id"))
+        content = payload.get("content")
+        if not isinstance(content, dict):
+            raise InputError("content must be a JSON object (the control set)")
+        version = self._control_sets.append(tc.id, content)
+        self._store.append([self._signed_event(signed, Resource.CONTROL_SETS, Action.APPEND,
+                                               None)])
+        return {"class_id": tc.id, "version": version}
+
+    def _rotate_schedule(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+                         ) -> dict[str, Any]:
+        verifiers = payload.get("verifiers")
+        rate = payload.get("control_rate")
+        if verifiers is not None and (not isinstance(verifiers, list) or not verifiers):
+            raise InputError("verifiers must be a non-empty list of ids")
+        try:
+            fraction = None if rate is None else Fraction(str(rate))
+        except (ValueError, ZeroDivisionError) as e:
+            raise InputError(f"control_rate {rate!r} is not a fraction n/d") from e
+        schedule = self._schedule.rotate(verifiers=verifiers, control_rate=fraction)
+        self._store.append([self._signed_event(signed, Resource.CHECK_SCHEDULE, Action.APPEND,
+                                               None)])
+        return {"schedule": schedule.label}
+
+    def _publish_rules(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+                       ) -> dict[str, Any]:
+        try:
+            tc = TaskClass.model_validate(payload.get("task_class"))
+        except ValidationError as e:
+            raise InputError(f"task_class does not validate: {e.errors()[0]['msg']}") from e
+        version = self._catalogue.publish(tc, at=self._clock())
+        events = [self._signed_event(signed, Resource.RULES_AND_BENCHMARKS, Action.APPEND, None)]
+        if version not in rules_published_in(self._store):
+            events.append(self._event(EventKind.RULES_PUBLISHED, {
+                "task_class": tc.id, "rules_version": version,
+                "canonical_rules": canonical_rules(tc).decode("utf-8"),
+            }, None))
+        self._store.append(events)
+        return {"class_id": tc.id, "rules_version": version}
+
+    # -- typed entry points (each is one request; sign the payload shown) --------------------
+    def read_attempt(self, attempt_id: str) -> dict[str, Any]:
+        """``attempts``/``read`` ``{"attempt_id"}``: the full spec 10.1 record."""
+        return self.request(Resource.ATTEMPTS, Action.READ, {"attempt_id": attempt_id})
+
+    def read_control_set(self, class_id: str) -> dict[str, Any]:
+        """``control_sets``/``read`` ``{"class_id"}``."""
+        return self.request(Resource.CONTROL_SETS, Action.READ, {"class_id": class_id})
+
+    def read_schedule(self, attempt_id: str) -> dict[str, Any]:
+        """``check_schedule``/``read`` ``{"attempt_id"}``: the attempt's assignment."""
+        return self.request(Resource.CHECK_SCHEDULE, Action.READ, {"attempt_id": attempt_id})
+
+    def record_measurements(self, attempt_id: str, inputs: Mapping[str, Any], *,
+                            signature: str) -> dict[str, Any]:
+        """``raw_measurements``/``append`` ``{"attempt_id", "inputs"}`` (AttemptInputs JSON)."""
+        return self.request(Resource.RAW_MEASUREMENTS, Action.APPEND,
+                            {"attempt_id": attempt_id, "inputs": dict(inputs),
+                             "signature": signature})
+
+    def record_decision(self, attempt_id: str, decision: Mapping[str, Any], *,
+                        signature: str) -> dict[str, Any]:
+        """``verifier_decisions``/``append`` ``{"attempt_id", "decision": {"verdict", ...}}``."""
+        return self.request(Resource.VERIFIER_DECISIONS, Action.APPEND,
+                            {"attempt_id": attempt_id, "decision": dict(decision),
+                             "signature": signature})
+
+    def evaluate(self, attempt_id: str, inputs: Mapping[str, Any], *,
+                 signature: str) -> dict[str, Any]:
+        """``awards_and_signals``/``append`` ``{"attempt_id", "inputs"}``: compute and record
+        the signal under the attempt's pinned rules (``ledger.attempts.evaluate``)."""
+        return self.request(Resource.AWARDS_AND_SIGNALS, Action.APPEND,
+                            {"attempt_id": attempt_id, "inputs": dict(inputs),
+                             "signature": signature})
+
+    def set_quarantine(self, attempt_id: str, status: str, reason: str, *,
+                       signature: str) -> dict[str, Any]:
+        """``quarantine``/``append`` ``{"attempt_id", "status", "reason"}``."""
+        return self.request(Resource.QUARANTINE, Action.APPEND,
+                            {"attempt_id": attempt_id, "status": status, "reason": reason,
+                             "signature": signature})
