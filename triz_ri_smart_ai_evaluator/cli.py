@@ -61,6 +61,10 @@ def _register_trust_record() -> None:
     from .cli_document import document_app  # noqa: PLC0415
 
     app.add_typer(document_app, name="document", no_args_is_help=True)
+    from .cli_service import serve_command, service_app  # noqa: PLC0415
+
+    app.add_typer(service_app, name="service", no_args_is_help=True)
+    app.command("serve")(serve_command)
 
 out = Console()
 err = Console(stderr=True, soft_wrap=True)

@@ -9,7 +9,6 @@ tests can drive every cell of the matrix through the one door.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,6 +44,8 @@ from triz_ri_smart_ai_evaluator.provenance import (
     sign_confirmation,
 )
 from triz_ri_smart_ai_evaluator.rules import load_catalogue
+
+from .payloads import cell_payload
 
 CLASS = "document_step_faithfulness"
 CONTROL = {"cases": [{"id": "hidden-case-1", "expected": "SECRET-EXPECTED-ANSWER"}]}
@@ -106,39 +107,10 @@ class World:
         return body
 
     def _body(self, role: Role, resource: Resource, action: Action) -> dict[str, Any]:
-        a = self.attempt
-        if action is not Action.APPEND:
-            if resource in (Resource.TASK_SPEC_PUBLIC, Resource.CONTROL_SETS,
-                            Resource.RULES_AND_BENCHMARKS):
-                return {"class_id": CLASS}
-            if resource is Resource.LEDGER:
-                return {"start": 1, "limit": 10}
-            if resource is Resource.CHECKPOINTS:
-                return {}
-            return {"attempt_id": a}
-        if resource is Resource.SUBMISSIONS:
-            return {"class_id": CLASS, "artefact_b64": b64(b"another artefact"),
-                    "claims": ["done"], "diagnostics": ["unsure about step 3"]}
-        if resource is Resource.ATTEMPTS:
-            return {"attempt_id": a, "outcome": "cancelled", "reason": "test"}
-        if resource in (Resource.RAW_MEASUREMENTS, Resource.INDICATORS,
-                        Resource.AWARDS_AND_SIGNALS):
-            return {"attempt_id": a, "inputs": {}}
-        if resource is Resource.EVIDENCE and role is Role.CONFIRMATION_SOURCE:
-            return {"confirmation": self.confirmation(IDS[role], a)}
-        if resource is Resource.EVIDENCE:
-            return {"attempt_id": a, "what": "verifier_log", "content_b64": b64(b"log")}
-        if resource is Resource.VERIFIER_DECISIONS:
-            return {"attempt_id": a, "decision": {"verdict": "verified"}}
-        if resource is Resource.CONTROL_SETS:
-            return {"class_id": CLASS, "content": {"cases": [{"id": "rotated"}]}}
-        if resource is Resource.CHECK_SCHEDULE:
-            return {}
-        if resource is Resource.QUARANTINE:
-            return {"attempt_id": a, "status": "quarantined", "reason": "test"}
-        if resource is Resource.RULES_AND_BENCHMARKS:
-            return {"task_class": self.catalogue.get(CLASS).model_dump(mode="json")}
-        return {"attempt_id": a}
+        return cell_payload(
+            role, resource, action, attempt=self.attempt, class_id=CLASS,
+            task_class=lambda: self.catalogue.get(CLASS).model_dump(mode="json"),
+            confirmation=lambda: self.confirmation(IDS[role], self.attempt))
 
     def confirmation(self, source: str, attempt: str) -> dict[str, Any]:
         c = sign_confirmation(self.keys[source], source=source, attempt=attempt,
@@ -146,10 +118,6 @@ class World:
                               issued_at=datetime.now(UTC))
         return {"source": c.source, "attempt": c.attempt, "content": c.content,
                 "issued_at": utc_stamp(c.issued_at), "signature": c.signature}
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
 
 
 def register_source(register: ProvenanceRegister, source_id: str, key: ComponentKey, *,

@@ -29,7 +29,8 @@ from triz_ri_smart_ai_evaluator.errors import EvaluatorError, InputError
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind
 from triz_ri_smart_ai_evaluator.provenance import ComponentKey, verify_signature
 
-from .conftest import CLASS, CONTROL, World, b64, register_source
+from .conftest import CLASS, CONTROL, World, register_source
+from .payloads import b64
 
 
 def violations(world: World, start: int) -> list[dict[str, Any]]:

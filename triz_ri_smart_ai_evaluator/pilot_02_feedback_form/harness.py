@@ -36,10 +36,11 @@ from typing import Any
 from .._io import write_atomic
 from ..errors import EvaluatorError, InputError
 from ..ledger import attempts
-from ..ledger.events import EventKind, NewEvent
+from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
 from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue
-from ..rules.versions import pin
+from ..rules.task_class import TaskClass
+from ..rules.versions import PinnedRules, pin, rules_version
 from ..sandbox import (
     IsolationError,
     Sandbox,
@@ -92,6 +93,8 @@ class RunOptions:
     self_checks: bool = True
     start_timeout: float = START_TIMEOUT
     progress: Progress = _quiet
+    #: An attempt already opened (by the policy port) to run the candidate for; None: open one.
+    attempt_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -222,48 +225,122 @@ def _drive(driver: Driver, scenarios: Sequence[Mapping[str, Any]],
 
 def run(candidate_path: Path, store: LedgerStore, bundle_root: Path,
         options: RunOptions | None = None) -> RunResult:
-    """Evaluate one candidate.  Raises InputError for a candidate that cannot be prepared
-    (nothing is written then); every later failure is recorded in the ledger as data."""
+    """Evaluate one candidate.  Without ``options.attempt_id`` the harness opens the attempt
+    once the candidate is prepared; an unpreparable candidate or missing isolation raises
+    (InputError, IsolationError) with nothing written.  With it, the attempt the policy port
+    opened (spec 10.4) must be open and of this class (else InputError, nothing written), is
+    judged under the rules it started with (10.5), and every failure ends it as errored."""
     options = options or RunOptions()
-    progress = options.progress
-    if not options.unsafe_degraded:
-        # Refuse before anything is recorded: without isolation there is no training-grade
-        # signal to produce (issue 4; DESIGN "isolation is measured, not assumed").
-        support = probe_isolation()
-        if not support.available:
-            raise IsolationError(
-                f"sandbox isolation not available: {support.reason} (a labelled, "
-                "non-training-grade run needs --unsafe-degraded)"
-            )
-    catalogue = load_catalogue()
-    pinned = pin(catalogue[TASK_CLASS], started_at=_now())
+    opened = None if options.attempt_id is None else _open_attempt(store, options.attempt_id)
+    support = None if options.unsafe_degraded else probe_isolation()
+    if support is not None and not support.available:
+        # Refuse before anything runs: without isolation there is no training-grade signal to
+        # produce (issue 4; DESIGN "isolation is measured, not assumed").
+        refusal = f"sandbox isolation not available: {support.reason}"
+        if opened is None:
+            raise IsolationError(f"{refusal} (a labelled, non-training-grade run needs "
+                                 "--unsafe-degraded)")
+        return _errored(store, opened.attempt_id, bundle_root, refusal, "isolation")
+    pinned = opened.pinned if opened else pin(load_catalogue()[TASK_CLASS], started_at=_now())
     with tempfile.TemporaryDirectory(prefix="trz-harness-") as private:
         work = Path(private)
         work.chmod(0o711)  # the sandbox uid may traverse to the candidate tree, not list
-        progress("preparing the candidate", 0, 1)
-        prepared = cand.prepare(candidate_path, work)
-        _make_readable(prepared.tree)
-        scope = cand.check_scope(prepared.entries).to_dict()
-        started = _now()
-        attempt_id = f"p02-{started.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+        options.progress("preparing the candidate", 0, 1)
+        try:
+            prepared, scope = _prepare(candidate_path, work, opened)
+        except InputError as e:
+            if opened is None:
+                raise
+            return _errored(store, opened.attempt_id, bundle_root, e.diagnostics(), "prepare")
         # pilot 2, 6: the artefact's digest is in the ledger before any scenario exists.
-        attempts.initiate(store, pinned, attempt_id=attempt_id, task_version="1",
-                          started_at=started, deadline=started + timedelta(minutes=30),
-                          verifier_version=HARNESS_VERSION, artefact_sha256=prepared.digest)
+        attempt_id = opened.attempt_id if opened else _initiate(store, pinned, prepared)
         artefact = (candidate_path.read_bytes() if prepared.source == "diff"
                     else report.json_bytes({p: e.sha256 for p, e in prepared.entries.items()}))
         _store_evidence(store, attempt_id, "candidate", artefact, source=prepared.source,
                         candidate_sha256=prepared.digest)
-        bundle = bundle_root / attempt_id
         try:
-            return _evaluate(store, pinned, attempt_id, prepared, scope, bundle, options, work)
+            return _evaluate(store, pinned, attempt_id, prepared, scope,
+                             bundle_root / attempt_id, options, work)
         except EvaluatorError as e:
-            store.append([_ev(EventKind.ATTEMPT_ERRORED,
-                              {"reason": e.diagnostics(), "stage": "run"}, attempt_id)])
-            summary = {"attempt_id": attempt_id, "status": "errored", "error": e.diagnostics(),
-                       "candidate_digest": prepared.digest}
-            write_atomic(bundle / "summary.json", report.json_bytes(summary))
-            return RunResult(attempt_id, prepared.digest, "errored", None, summary, bundle)
+            return _errored(store, attempt_id, bundle_root, e.diagnostics(), "run",
+                            prepared.digest)
+
+
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    """An attempt opened before the run: its id, rules and recorded artefact SHA-256."""
+
+    attempt_id: str
+    pinned: PinnedRules
+    artefact_sha256: str | None
+
+
+def _open_attempt(store: LedgerStore, attempt_id: str) -> _Opened:
+    """The open attempt ``attempt_id`` of this class.  Raises InputError otherwise."""
+    events = store.attempt_events(attempt_id)
+    initiated = [e.data for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value]
+    if not initiated:
+        raise InputError(f"attempt {attempt_id!r} was not initiated (spec 10.4)")
+    if initiated[0].get("task_class") != TASK_CLASS:
+        raise InputError(f"attempt {attempt_id!r} is of task class "
+                         f"{initiated[0].get('task_class')!r}, not {TASK_CLASS}")
+    ended = [e.kind for e in events if e.kind in OUTCOME_KINDS]
+    if ended:
+        raise InputError(f"attempt {attempt_id!r} already has an outcome ({ended[0]})")
+    return _Opened(attempt_id, _pinned_at_start(store, initiated[0]),
+                   initiated[0].get("artefact_sha256"))
+
+
+def _pinned_at_start(store: LedgerStore, initiated: Mapping[str, Any]) -> PinnedRules:
+    """spec 10.5: the rules version an attempt started with, pinned at its start, from the
+    catalogue if it still serves it, else from the ledger's ``rules.published``."""
+    version = str(initiated["rules_version"])
+    tc: TaskClass | None = load_catalogue().get(TASK_CLASS)
+    if tc is None or rules_version(tc) != version:
+        kind = EventKind.RULES_PUBLISHED.value
+        rows = (json.loads(body) for _, body in store.scan() if kind.encode() in body)
+        texts = [r["data"]["canonical_rules"] for r in rows
+                 if r["kind"] == kind and r["data"].get("rules_version") == version]
+        if not texts:
+            raise InputError(f"rules version {version[:12]} is neither served nor in the ledger")
+        tc = TaskClass.model_validate_json(texts[0])
+    return pin(tc, started_at=datetime.fromisoformat(str(initiated["started_at"])),
+               version=version)
+
+
+def _prepare(candidate_path: Path, work: Path, opened: _Opened | None
+             ) -> tuple[cand.Candidate, dict[str, Any]]:
+    """Materialise the candidate and compare it with the starting repository; for an opened
+    attempt it must be exactly the bytes it recorded.  Raises InputError."""
+    prepared = cand.prepare(candidate_path, work)
+    if opened is not None and prepared.patch_sha256 != opened.artefact_sha256:
+        raise InputError(f"the candidate ({prepared.source}) is not the artefact attempt "
+                         f"{opened.attempt_id} recorded (its SHA-256 differs)")
+    _make_readable(prepared.tree)
+    return prepared, cand.check_scope(prepared.entries).to_dict()
+
+
+def _initiate(store: LedgerStore, pinned: PinnedRules, prepared: cand.Candidate) -> str:
+    """Open an attempt for a candidate handed straight to the harness; return its id."""
+    started = _now()
+    attempt_id = f"p02-{started.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    attempts.initiate(store, pinned, attempt_id=attempt_id, task_version="1",
+                      started_at=started, deadline=started + timedelta(minutes=30),
+                      verifier_version=HARNESS_VERSION, artefact_sha256=prepared.digest)
+    return attempt_id
+
+
+def _errored(store: LedgerStore, attempt_id: str, bundle_root: Path, reason: str, stage: str,
+             digest: str | None = None) -> RunResult:
+    """End the attempt as ``attempt.errored`` with a one-line reason, and say so in the bundle."""
+    reason = " ".join(reason.split())
+    store.append([_ev(EventKind.ATTEMPT_ERRORED, {"reason": reason, "stage": stage},
+                      attempt_id)])
+    summary = {"attempt_id": attempt_id, "status": "errored", "error": reason,
+               "candidate_digest": digest}
+    bundle = bundle_root / attempt_id
+    write_atomic(bundle / "summary.json", report.json_bytes(summary))
+    return RunResult(attempt_id, digest or "", "errored", None, summary, bundle)
 
 
 def _make_readable(tree: Path) -> None:
@@ -576,8 +653,7 @@ def signal_of(store: LedgerStore, attempt_id: str) -> Signal | None:
     initiated = next((e for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value), None)
     if initiated is None:
         return None
-    tc = load_catalogue()[TASK_CLASS]
-    pinned = pin(tc, started_at=datetime.fromisoformat(initiated.data["started_at"]))
     with contextlib.suppress(EvaluatorError):
+        pinned = _pinned_at_start(store, initiated.data)
         return SignalCalculator(pinned).compute(attempts.inputs_from_events(events))
     return None

@@ -1,0 +1,106 @@
+"""A real evaluator service per test: ``service init`` into ``tmp_path``, uvicorn on a free
+loopback port in a background thread, real SQLite ledger, and clients for every principal."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from triz_ri_smart_ai_evaluator.access import Role
+from triz_ri_smart_ai_evaluator.provenance.confirmation import ComponentKey
+from triz_ri_smart_ai_evaluator.service.app import create_app
+from triz_ri_smart_ai_evaluator.service.client import PolicyClient, TrustedClient
+from triz_ri_smart_ai_evaluator.service.config import (
+    DEFAULT_TRUSTED,
+    init_service_dir,
+    load_config,
+    load_principal_key,
+)
+from triz_ri_smart_ai_evaluator.service.runtime import Runtime
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Service:
+    folder: Path
+    runtime: Runtime
+    base_url: str
+    tokens: dict[str, str]
+    keys: dict[str, ComponentKey]
+
+    def policy(self, name: str = "policy-1") -> PolicyClient:
+        return PolicyClient(self.base_url, self.tokens[name])
+
+    def trusted(self, role: Role) -> TrustedClient:
+        principal = next(pid for pid, r in DEFAULT_TRUSTED if r is role)
+        return TrustedClient(self.base_url, principal, role, self.keys[principal])
+
+    def events(self) -> list[dict[str, Any]]:
+        from triz_ri_smart_ai_evaluator.ledger.events import parse_body
+
+        def read() -> list[dict[str, Any]]:
+            return [parse_body(b, seq=s) for s, b in self.runtime.store.scan()]
+
+        return self.runtime.call_sync(read)
+
+
+class _Server(uvicorn.Server):
+    def install_signal_handlers(self) -> None:  # a thread cannot install them
+        pass
+
+
+def start_service(folder: Path, *, workers: int = 0, policies: int = 2,
+                  edit: dict[str, Any] | None = None) -> Iterator[Service]:
+    import yaml
+
+    init_service_dir(folder, policies=policies)
+    config_path = folder / "service.yaml"
+    doc = yaml.safe_load(config_path.read_text("utf-8"))
+    doc["harness"] = {"workers": workers, "out": "runs"}
+    doc.update(edit or {})
+    config_path.write_text(yaml.safe_dump(doc), "utf-8")
+    config, base = load_config(config_path)
+    runtime = Runtime.start(config, base)
+    port = free_port()
+    server = _Server(uvicorn.Config(create_app(runtime), host="127.0.0.1", port=port,
+                                    log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the service did not start")
+        time.sleep(0.02)
+    tokens = json.loads((folder / "credentials.json").read_text("utf-8"))["policy_tokens"]
+    keys = {pid: load_principal_key(folder / "principals" / f"{pid}.key")
+            for pid, _ in DEFAULT_TRUSTED}
+    try:
+        yield Service(folder, runtime, f"http://127.0.0.1:{port}", tokens, keys)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+        runtime.close()
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    yield from start_service(tmp_path / "svc")
+
+
+def raw(service: Service) -> httpx.Client:
+    return httpx.Client(base_url=service.base_url, timeout=30, trust_env=False)

@@ -1,0 +1,204 @@
+"""The evaluator service over HTTP: the policy port and the trusted port (issue 6).
+
+Two doors with separate credentials (see ``auth``): ``/v1/policy/...`` for the evaluated
+policy (bearer token) and ``/v1/trusted/...`` for trusted components (Ed25519-signed
+requests).  Every endpoint is one call of a port; the access matrix decides in one place
+(``access.enforce``), and a refusal is HTTP 403 with the ledger position of the logged
+violation.  Errors are JSON ``{"error": "..."}`` with a 4xx status for anything the caller
+sent; a server error is never the answer to a malformed request.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Header, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..access.enforce import AccessDenied, Principal
+from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
+from .auth import Unauthenticated
+from .runtime import PILOT_CLASS, Runtime
+
+API_VERSION = "1"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Submission(_Body):
+    """An artefact handed in for a task class, with the policy's claims and diagnostic notes
+    (recorded as what they are; never evidence, spec 8.8)."""
+
+    class_id: str = Field(min_length=1, max_length=200)
+    artefact_b64: str = Field(max_length=24 << 20)
+    claims: list[Annotated[str, Field(max_length=20_000)]] = Field(default=[], max_length=200)
+    diagnostics: list[Annotated[str, Field(max_length=20_000)]] = Field(default=[],
+                                                                        max_length=200)
+
+
+class PortRequest(_Body):
+    """Any (resource, action) of the access matrix with its JSON payload."""
+
+    resource: str = Field(min_length=1, max_length=64)
+    action: str = Field(min_length=1, max_length=16)
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class Submitted(BaseModel):
+    attempt_id: str
+    status: str
+    harness_queued: bool
+
+
+class ErrorBody(BaseModel):
+    error: str
+    violation: int | None = None
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "malformed request"},
+    401: {"model": ErrorBody, "description": "no valid credential"},
+    403: {"model": ErrorBody, "description": "refused by the access matrix (logged)"},
+    413: {"model": ErrorBody, "description": "request body too large"},
+    503: {"model": ErrorBody, "description": "storage unavailable"},
+}
+PolicyAuth = Annotated[str | None, Header(alias="Authorization",
+                                          description="Bearer <policy token>")]
+
+
+def _status_of(error: EvaluatorError) -> int:
+    if isinstance(error, Unauthenticated):
+        return 401
+    if isinstance(error, AccessDenied):
+        return 403
+    if isinstance(error, InputError):
+        return 400
+    if isinstance(error, ExternalError):
+        return 503
+    if isinstance(error, IntegrityError):
+        return 500
+    return 500
+
+
+def create_app(runtime: Runtime) -> FastAPI:
+    """The FastAPI application over ``runtime`` (which the caller starts and closes)."""
+    app = FastAPI(
+        title="TRIZ-RI Smart AI Evaluator",
+        version=API_VERSION,
+        description="The policy port and the trusted port of the evaluator (spec 9.2, 9.3).",
+    )
+    limit = runtime.config.max_body_bytes
+
+    @app.middleware("http")
+    async def bounded_body(request: Request,
+                           call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            return JSONResponse({"error": f"request body over {limit} bytes"}, status_code=413)
+        return await call_next(request)
+
+    @app.exception_handler(EvaluatorError)
+    async def evaluator_error(_: Request, exc: EvaluatorError) -> JSONResponse:
+        body: dict[str, Any] = {"error": exc.diagnostics()}
+        if isinstance(exc, AccessDenied):
+            body["violation"] = exc.violation
+        return JSONResponse(body, status_code=_status_of(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return JSONResponse({"error": f"{where}: {first.get('msg')}"}, status_code=422)
+
+    async def policy(authorization: str | None) -> Principal:
+        return runtime.auth.policy(authorization)
+
+    async def trusted(request: Request) -> Principal:
+        body = await request.body()
+        headers, method = dict(request.headers), request.method
+        path, query = request.url.path, request.url.query
+        # The register's state is read from the ledger: on the ledger's thread.
+        return await runtime.call(lambda: runtime.auth.trusted(headers, method, path, query,
+                                                               body))
+
+    # -- health ---------------------------------------------------------------------------
+    @app.get("/v1/health", tags=["service"])
+    async def health() -> dict[str, Any]:
+        """Liveness, the access matrix version and the queue of pilot runs."""
+        return {"ok": True, "matrix_version": runtime.matrix.version,
+                "pending_pilot_runs": runtime.pending_runs()}
+
+    # -- the policy port --------------------------------------------------------------------
+    @app.get("/v1/policy/tasks/{class_id}", tags=["policy"], responses=_ERRORS)
+    async def public_task(class_id: str, authorization: PolicyAuth = None) -> dict[str, Any]:
+        """The public part of a task class: functions, indicators, public benchmarks,
+        checklist requirements, permitted actions (spec 2.13, 4.1)."""
+        port = runtime.policy_port(await policy(authorization))
+        return await runtime.call(lambda: port.public_task(class_id))
+
+    @app.post("/v1/policy/attempts", tags=["policy"], status_code=201, responses=_ERRORS)
+    async def submit(body: Submission, authorization: PolicyAuth = None) -> Submitted:
+        """Hand in an artefact.  The attempt is in the ledger before anything runs (10.4); a
+        pilot 02 candidate (a unified diff) is queued for the sandboxed harness."""
+        port = runtime.policy_port(await policy(authorization))
+        try:
+            artefact = base64.b64decode(body.artefact_b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise InputError("artefact_b64 is not base64") from None
+        attempt_id = await runtime.call(
+            lambda: port.submit(body.class_id, artefact, body.claims, body.diagnostics))
+        queued = body.class_id == PILOT_CLASS and runtime.dispatch_pilot(attempt_id, artefact)
+        return Submitted(attempt_id=attempt_id, status="initiated", harness_queued=queued)
+
+    @app.get("/v1/policy/attempts/{attempt_id}", tags=["policy"], responses=_ERRORS)
+    async def attempt_status(attempt_id: str,
+                             authorization: PolicyAuth = None) -> dict[str, Any]:
+        """The status of one of the caller's own attempts, without control data, expected
+        answers or the schedule (spec 4.1, 9.2)."""
+        port = runtime.policy_port(await policy(authorization))
+        return await runtime.call(lambda: port.attempt_status(attempt_id))
+
+    @app.post("/v1/policy/requests", tags=["policy"], responses=_ERRORS)
+    async def policy_request(body: PortRequest,
+                             authorization: PolicyAuth = None) -> dict[str, Any]:
+        """Any (resource, action) through the policy port; what the matrix refuses is 403 and
+        logged as an attempted violation (spec 11.14)."""
+        port = runtime.policy_port(await policy(authorization))
+        return await runtime.call(lambda: port.request(body.resource, body.action,
+                                                       body.payload))
+
+    # -- the trusted port -------------------------------------------------------------------
+    @app.post("/v1/trusted/requests", tags=["trusted"], responses=_ERRORS)
+    async def trusted_request(request: Request, body: PortRequest,
+                              x_triz_principal: Annotated[str | None, Header()] = None,
+                              x_triz_timestamp: Annotated[str | None, Header()] = None,
+                              x_triz_nonce: Annotated[str | None, Header()] = None,
+                              x_triz_signature: Annotated[str | None, Header()] = None,
+                              ) -> dict[str, Any]:
+        """Any (resource, action) through the trusted port: exactly the caller's matrix
+        rights; an append must carry the payload ``signature`` (spec 9.3)."""
+        port = runtime.trusted_port(await trusted(request))
+        return await runtime.call(lambda: port.request(body.resource, body.action,
+                                                       body.payload))
+
+    @app.get("/v1/trusted/attempts/{attempt_id}", tags=["trusted"], responses=_ERRORS)
+    async def attempt_breakdown(request: Request, attempt_id: str,
+                                x_triz_principal: Annotated[str | None, Header()] = None,
+                                x_triz_timestamp: Annotated[str | None, Header()] = None,
+                                x_triz_nonce: Annotated[str | None, Header()] = None,
+                                x_triz_signature: Annotated[str | None, Header()] = None,
+                                ) -> dict[str, Any]:
+        """The transparent breakdown of one attempt for the owner and the auditor (spec 3.2):
+        every field of 10.1, measurements, checks, performance and signal."""
+        port = runtime.trusted_port(await trusted(request))
+        return await runtime.call(lambda: port.request("attempts", "read",
+                                                       {"attempt_id": attempt_id}))
+
+    return app

@@ -1,0 +1,117 @@
+"""Who is calling: the two credentials of the service (spec 9.2, 9.3).
+
+* **Evaluated policy**: ``Authorization: Bearer <token>``.  The configuration holds only the
+  token's SHA-256; comparison is constant-time.
+* **Trusted component**: every request is signed with the component's Ed25519 key, the one
+  registered for it in the provenance register.  Headers ``X-Triz-Principal``,
+  ``X-Triz-Timestamp`` (Unix seconds), ``X-Triz-Nonce`` and ``X-Triz-Signature`` (base64) over
+  :func:`http_message`: the method, path, query, timestamp, nonce and the body's SHA-256.  A
+  request outside a 5-minute window or with a nonce already seen is refused (no replay).
+
+No I/O here except reading the register's state; the HTTP layer turns the errors into 401.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+
+from ..access.enforce import Principal
+from ..access.matrix import Role
+from ..canonical import canonical_json
+from ..errors import EvaluatorError
+from ..provenance.confirmation import ComponentKey, verify_signature
+from ..provenance.models import AuthMethod
+from ..provenance.register import ProvenanceRegister
+from .config import ServiceConfig
+
+DOMAIN = "triz-ri-smart-ai-evaluator/service/request/v1"
+WINDOW_SECONDS = 300
+NONCES_KEPT = 100_000
+H_PRINCIPAL, H_TIME, H_NONCE, H_SIGNATURE = (
+    "x-triz-principal", "x-triz-timestamp", "x-triz-nonce", "x-triz-signature")
+
+
+class Unauthenticated(EvaluatorError):
+    """No valid credential (HTTP 401).  Not an access violation: nobody was identified."""
+
+    exit_code = 2
+
+
+def http_message(principal: str, method: str, path: str, query: str, timestamp: str,
+                 nonce: str, body: bytes) -> bytes:
+    """The bytes a trusted component signs for one HTTP request."""
+    return canonical_json({
+        "domain": DOMAIN, "principal": principal, "method": method.upper(), "path": path,
+        "query": query, "timestamp": timestamp, "nonce": nonce,
+        "body_sha256": hashlib.sha256(body).hexdigest(),
+    })
+
+
+def signed_headers(key: ComponentKey, principal: str, method: str, path: str, query: str,
+                   body: bytes, *, now: float | None = None) -> dict[str, str]:
+    """The headers of a signed request (the client side)."""
+    timestamp = str(int(time.time() if now is None else now))
+    nonce = secrets.token_hex(16)
+    signature = key.sign(http_message(principal, method, path, query, timestamp, nonce, body))
+    return {H_PRINCIPAL: principal, H_TIME: timestamp, H_NONCE: nonce, H_SIGNATURE: signature}
+
+
+class Authenticator:
+    """Maps a request's credentials to a :class:`Principal`, or raises Unauthenticated."""
+
+    def __init__(self, config: ServiceConfig, register: ProvenanceRegister, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._tokens = {c.token_sha256: c.id for c in config.policy_clients}
+        self._roles = {t.id: t.role for t in config.trusted}
+        self._register = register
+        self._clock = clock
+        self._nonces: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def policy(self, authorization: str | None) -> Principal:
+        """The evaluated-policy principal of a bearer token."""
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise Unauthenticated("a policy request needs 'Authorization: Bearer <token>'")
+        digest = hashlib.sha256(token.strip().encode("utf-8", "replace")).hexdigest()
+        found = None
+        for known, principal_id in self._tokens.items():
+            if hmac.compare_digest(known, digest):
+                found = principal_id
+        if found is None:
+            raise Unauthenticated("unknown policy token")
+        return Principal(found, Role.EVALUATED_POLICY)
+
+    def trusted(self, headers: Mapping[str, str], method: str, path: str, query: str,
+                body: bytes) -> Principal:
+        """The trusted principal of a signed request."""
+        principal_id = headers.get(H_PRINCIPAL, "")
+        timestamp, nonce = headers.get(H_TIME, ""), headers.get(H_NONCE, "")
+        signature = headers.get(H_SIGNATURE)
+        role = self._roles.get(principal_id)
+        if role is None:
+            raise Unauthenticated("unknown trusted principal (X-Triz-Principal)")
+        if not timestamp.isdigit() or abs(self._clock() - int(timestamp)) > WINDOW_SECONDS:
+            raise Unauthenticated(f"X-Triz-Timestamp missing or outside {WINDOW_SECONDS} s")
+        if not (16 <= len(nonce) <= 64) or not nonce.isalnum():
+            raise Unauthenticated("X-Triz-Nonce must be 16-64 letters or digits")
+        source = self._register.state.current_source(principal_id)
+        if (source is None or source.quarantined
+                or source.authentication.method is not AuthMethod.ED25519):
+            raise Unauthenticated("the principal has no usable key in the provenance register")
+        message = http_message(principal_id, method, path, query, timestamp, nonce, body)
+        if not verify_signature(source.authentication, message, signature):
+            raise Unauthenticated("the request signature does not verify")
+        with self._lock:
+            if nonce in self._nonces:
+                raise Unauthenticated("replayed request (nonce already seen)")
+            self._nonces[nonce] = self._clock()
+            while len(self._nonces) > NONCES_KEPT:
+                self._nonces.popitem(last=False)
+        return Principal(principal_id, role)

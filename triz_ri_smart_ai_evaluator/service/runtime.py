@@ -1,0 +1,208 @@
+"""What the running service holds: the ledger, the guard, the register, the ports' backing,
+and the pilot harness's worker pool.
+
+Every use of the ledger happens on one dedicated thread (:meth:`Runtime.call`): a SQLite
+connection belongs to the thread that opened it, appends are serialised anyway (the chain has
+one head), and the request handlers stay free while it works.  Pilot 02 submissions are handed
+to a separate pool of harness workers, each with its own ledger connection: the harness never
+runs in a request handler, and the attempt's status moves through the ledger's states.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..access import (
+    AccessGuard,
+    Catalogue,
+    CheckSchedule,
+    MemoryControlSets,
+    PolicyPort,
+    Principal,
+    ScheduleBook,
+    TrustedPort,
+    load_matrix,
+)
+from ..errors import EvaluatorError
+from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
+from ..ledger.log import DEFAULT_ORIGIN, create_log_key, load_log_signer
+from ..ledger.postgres_store import PostgresStore
+from ..ledger.sqlite_store import SqliteStore
+from ..ledger.store import CheckpointPolicy, LedgerStore
+from ..provenance.models import Authentication, Origin, PolicyAccess, SourceRecord
+from ..provenance.register import ProvenanceRegister
+from ..rules.loader import load_catalogue
+from .auth import Authenticator
+from .config import ServiceConfig
+
+PILOT_CLASS = "pilot_02_feedback_form"
+log = logging.getLogger("triz_eval.service")
+T = TypeVar("T")
+
+
+def open_store(config: ServiceConfig, base: Path) -> LedgerStore:
+    """The configured ledger, signing checkpoints with the log key.  Raises InputError,
+    ExternalError or IntegrityError."""
+    keys = base / config.keys
+    if not (keys / "log.key").exists():
+        create_log_key(keys, origin=DEFAULT_ORIGIN)
+    signer = load_log_signer(keys)
+    policy = CheckpointPolicy(signer, signer.name, 1000, 60.0, time.time)
+    if config.ledger.postgres is not None:
+        return PostgresStore.open(config.ledger.postgres, policy=policy,
+                                  schema=config.ledger.schema_name)
+    assert config.ledger.sqlite is not None
+    path = base / config.ledger.sqlite
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SqliteStore.open(path, policy=policy)
+
+
+class Runtime:
+    """The service's state.  Construct with :meth:`start`; :meth:`close` stops it."""
+
+    def __init__(self, config: ServiceConfig, base: Path) -> None:
+        self.config = config
+        self.base = base
+        self._ledger_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
+        self._harness = (ThreadPoolExecutor(max_workers=config.harness.workers,
+                                            thread_name_prefix="harness")
+                         if config.harness.workers else None)
+        self._pending: set[Future[Any]] = set()
+        self._pending_lock = threading.Lock()
+        self.matrix = load_matrix()
+        self.catalogue = Catalogue(load_catalogue())
+        self.control_sets = MemoryControlSets(config.control_sets)
+        self.schedule = ScheduleBook(CheckSchedule.create(config.verifiers or ("verifier",)))
+        self.store: LedgerStore
+        self.guard: AccessGuard
+        self.register: ProvenanceRegister
+        self.auth: Authenticator
+
+    @classmethod
+    def start(cls, config: ServiceConfig, base: Path) -> Runtime:
+        runtime = cls(config, base)
+        try:
+            runtime.call_sync(runtime._open)
+        except BaseException:
+            runtime._ledger_thread.shutdown(wait=True)
+            raise
+        return runtime
+
+    def _open(self) -> None:
+        self.store = open_store(self.config, self.base)
+        self.guard = AccessGuard(self.matrix, self.store)
+        self.register = ProvenanceRegister(self.store, actor="evaluator-service")
+        self._register_trusted()
+        self.auth = Authenticator(self.config, self.register)
+
+    def _register_trusted(self) -> None:
+        """Spec 9.15: each trusted principal is a source with its Ed25519 key; a changed key
+        is an amendment (a new revision), never an overwrite."""
+        now = datetime.now(UTC)
+        for principal in self.config.trusted:
+            auth = Authentication.ed25519(base64.b64decode(principal.public_key))
+            current = self.register.state.current_source(principal.id)
+            if current is not None and current.authentication == auth:
+                continue
+            record = SourceRecord(
+                id=principal.id, party=f"trusted component ({principal.role.value})",
+                created_at=now, origin=Origin.INDEPENDENT_OPERATIONAL, synthetic=False,
+                independence="a trusted component of the evaluator, outside the policy's reach",
+                policy_access=PolicyAccess.NONE, authentication=auth)
+            if current is None:
+                self.register.register_source(record)
+            else:
+                amended = dataclasses.replace(record, revision=current.revision + 1)
+                self.register.amend_source(amended,
+                                           change="key changed in the service configuration")
+
+    # -- running on the ledger thread -------------------------------------------------------
+    def call_sync(self, fn: Callable[[], T]) -> T:
+        return self._ledger_thread.submit(fn).result()
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._ledger_thread, fn)
+
+    def policy_port(self, principal: Principal) -> PolicyPort:
+        return PolicyPort(self.guard, principal, catalogue=self.catalogue)
+
+    def trusted_port(self, principal: Principal) -> TrustedPort:
+        return TrustedPort(self.guard, principal, register=self.register,
+                           catalogue=self.catalogue, control_sets=self.control_sets,
+                           schedule=self.schedule)
+
+    # -- the pilot harness's worker pool ----------------------------------------------------
+    def dispatch_pilot(self, attempt_id: str, artefact: bytes) -> bool:
+        """Queue a harness run for a pilot 02 attempt; False when the pool is off."""
+        if self._harness is None:
+            return False
+        future = self._harness.submit(self._run_pilot, attempt_id, artefact)
+        with self._pending_lock:
+            self._pending.add(future)
+        future.add_done_callback(self._forget)
+        return True
+
+    def _forget(self, future: Future[Any]) -> None:
+        with self._pending_lock:
+            self._pending.discard(future)
+
+    def pending_runs(self) -> int:
+        with self._pending_lock:
+            return len(self._pending)
+
+    def _run_pilot(self, attempt_id: str, artefact: bytes) -> None:
+        from ..pilot_02_feedback_form import harness  # noqa: PLC0415 - heavy, only when used
+
+        out = self.base / self.config.harness.out
+        work = out / ".candidates"
+        work.mkdir(parents=True, exist_ok=True)
+        diff = work / f"{attempt_id}.diff"
+        diff.write_bytes(artefact)
+        try:
+            store = open_store(self.config, self.base)
+        except EvaluatorError as e:
+            log.error("harness for %s: cannot open the ledger: %s", attempt_id, e.diagnostics())
+            return
+        try:
+            harness.run(diff, store, out, harness.RunOptions(
+                attempt_id=attempt_id, unsafe_degraded=self.config.harness.unsafe_degraded))
+        except EvaluatorError as e:
+            log.error("harness for %s: %s", attempt_id, e.diagnostics())
+            self._end_unresolved(store, attempt_id, e.diagnostics())
+        except Exception as e:  # a worker must never leave the attempt without an outcome
+            log.exception("harness for %s crashed", attempt_id)
+            self._end_unresolved(store, attempt_id, f"the harness crashed: {type(e).__name__}")
+        finally:
+            store.close()
+            with contextlib.suppress(OSError):
+                diff.unlink()
+
+    @staticmethod
+    def _end_unresolved(store: LedgerStore, attempt_id: str, reason: str) -> None:
+        """Fail closed: an attempt whose run broke ends ``errored``, never silently open."""
+        with contextlib.suppress(EvaluatorError):
+            if not any(e.fields["kind"] in OUTCOME_KINDS
+                       for e in store.attempt_events(attempt_id)):
+                store.append([NewEvent.make(
+                    EventKind.ATTEMPT_ERRORED, {"reason": reason, "stage": "service"},
+                    actor="evaluator-service", at=datetime.now(UTC), attempt=attempt_id)])
+
+    def close(self) -> None:
+        if self._harness is not None:
+            self._harness.shutdown(wait=True, cancel_futures=False)
+        with contextlib.suppress(Exception):
+            self.call_sync(self.store.close)
+        self._ledger_thread.shutdown(wait=True)
+
