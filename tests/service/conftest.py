@@ -50,11 +50,15 @@ class Service:
         principal = next(pid for pid, r in DEFAULT_TRUSTED if r is role)
         return TrustedClient(self.base_url, principal, role, self.keys[principal])
 
-    def events(self) -> list[dict[str, Any]]:
+    def size(self) -> int:
+        return self.runtime.call_sync(self.runtime.store.size)
+
+    def events(self, start: int = 1) -> list[dict[str, Any]]:
+        """The ledger's events from position ``start`` on, parsed."""
         from triz_ri_smart_ai_evaluator.ledger.events import parse_body
 
         def read() -> list[dict[str, Any]]:
-            return [parse_body(b, seq=s) for s, b in self.runtime.store.scan()]
+            return [parse_body(b, seq=s) for s, b in self.runtime.store.scan(start)]
 
         return self.runtime.call_sync(read)
 
