@@ -94,6 +94,13 @@ def check_notes(value: object, what: str, limits: Limits) -> list[str]:
             raise InputError(f"{what}[{n}] must be non-empty text")
         if len(note) > limits.note_chars:
             raise InputError(f"{what}[{n}] is over {limits.note_chars} characters")
+        try:
+            note.encode("utf-8")
+        except UnicodeEncodeError:
+            # Checked before the attempt is opened: a note that cannot be stored must not
+            # leave an attempt behind without its record.
+            raise InputError(f"{what}[{n}] is not valid Unicode text (a lone surrogate)") \
+                from None
     return notes
 
 

@@ -118,6 +118,17 @@ class Fingerprint:
         return cls(sha, tokens, tuple(slots), str(data["method"]))
 
 
+_PERMUTATIONS: list[Any] = []
+
+
+def _permutations() -> Any:
+    """The fixed MinHash permutations, drawn once (they depend only on SEED and NUM_PERM;
+    drawing them anew for every fingerprint cost more than the hashing itself)."""
+    if not _PERMUTATIONS:
+        _PERMUTATIONS.append(MinHash(num_perm=NUM_PERM, seed=SEED, scheme=SCHEME).permutations)
+    return _PERMUTATIONS[0]
+
+
 def fingerprint(text: str) -> Fingerprint:
     """The exact and near-duplicate fingerprint of ``text``.  Raises InputError if not text."""
     if not isinstance(text, str):
@@ -127,7 +138,7 @@ def fingerprint(text: str) -> Fingerprint:
     shingles = _shingles(normalised)
     if not shingles:
         return Fingerprint(digest, 0, ())
-    mh = MinHash(num_perm=NUM_PERM, seed=SEED, scheme=SCHEME)
+    mh = MinHash(num_perm=NUM_PERM, seed=SEED, scheme=SCHEME, permutations=_permutations())
     mh.update_batch(shingles)
     return Fingerprint(digest, len(shingles), tuple(int(v) for v in mh.hashvalues))
 

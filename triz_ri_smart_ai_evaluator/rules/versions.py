@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,9 +34,24 @@ from .task_class import TaskClass
 BUNDLED_STORE = Path(__file__).resolve().parent.parent / "catalogue" / "published"
 
 
+#: Canonical bytes of the task classes seen last (a frozen model's bytes never change); a
+#: service pins the same class for every submission, and canonicalising it costs ~1 ms.
+_CANONICAL: OrderedDict[int, tuple[TaskClass, bytes]] = OrderedDict()
+_CANONICAL_KEPT = 64
+_CANONICAL_LOCK = threading.Lock()
+
+
 def canonical_rules(tc: TaskClass) -> bytes:
     """The canonical bytes of a task class: what its rules version is the hash of."""
-    return canonical_json(tc.model_dump(mode="json"))
+    hit = _CANONICAL.get(id(tc))
+    if hit is not None and hit[0] is tc:
+        return hit[1]
+    data = canonical_json(tc.model_dump(mode="json"))
+    with _CANONICAL_LOCK:
+        _CANONICAL[id(tc)] = (tc, data)  # the entry holds tc, so its id cannot be reused
+        while len(_CANONICAL) > _CANONICAL_KEPT:
+            _CANONICAL.popitem(last=False)
+    return data
 
 
 def rules_version(tc: TaskClass) -> str:

@@ -19,6 +19,7 @@ from fastapi import FastAPI, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..access.enforce import AccessDenied, Principal
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
@@ -67,6 +68,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "no valid credential"},
     403: {"model": ErrorBody, "description": "refused by the access matrix (logged)"},
     413: {"model": ErrorBody, "description": "request body too large"},
+    422: {"model": ErrorBody, "description": "request does not match the schema"},
     503: {"model": ErrorBody, "description": "storage unavailable"},
 }
 PolicyAuth = Annotated[str | None, Header(alias="Authorization",
@@ -110,6 +112,13 @@ def create_app(runtime: Runtime) -> FastAPI:
         if isinstance(exc, AccessDenied):
             body["violation"] = exc.violation
         return JSONResponse(body, status_code=_status_of(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # FastAPI's own refusals (unknown route 404, 405, a body it cannot parse 400) in the
+        # API's error shape instead of Starlette's {"detail": ...}.
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code,
+                            headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

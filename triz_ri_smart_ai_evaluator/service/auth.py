@@ -97,7 +97,8 @@ class Authenticator:
         role = self._roles.get(principal_id)
         if role is None:
             raise Unauthenticated("unknown trusted principal (X-Triz-Principal)")
-        if not timestamp.isdigit() or abs(self._clock() - int(timestamp)) > WINDOW_SECONDS:
+        if (not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 12
+                or abs(self._clock() - int(timestamp)) > WINDOW_SECONDS):
             raise Unauthenticated(f"X-Triz-Timestamp missing or outside {WINDOW_SECONDS} s")
         if not (16 <= len(nonce) <= 64) or not nonce.isalnum():
             raise Unauthenticated("X-Triz-Nonce must be 16-64 letters or digits")

@@ -15,7 +15,7 @@ import base64
 import json
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -57,7 +57,7 @@ class _Client:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> _Client:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
