@@ -132,7 +132,11 @@ def create_app(runtime: Runtime) -> FastAPI:
     async def trusted(request: Request) -> Principal:
         body = await request.body()
         headers, method = dict(request.headers), request.method
-        path, query = request.url.path, request.url.query
+        # The raw path and query as sent, not their decoded forms: two different raw paths
+        # (a%3Fb and a%253Fb) must never sign alike.
+        raw_path = request.scope.get("raw_path") or request.url.path.encode("ascii", "replace")
+        path = raw_path.decode("latin-1")
+        query = request.scope.get("query_string", b"").decode("latin-1")
         # The register's state is read from the ledger: on the ledger's thread.
         return await runtime.call(lambda: runtime.auth.trusted(headers, method, path, query,
                                                                body))
