@@ -27,7 +27,25 @@ def _is_simple(value: Any) -> bool:
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, str) or item is None or isinstance(item, bool):
+        kind = type(item)
+        # Exact types first (the common case, and cheaper than isinstance on a hot path of
+        # every ledger append); subclasses such as StrEnum fall through to isinstance below.
+        if kind is str or item is None or kind is bool:
+            continue
+        if kind is int:
+            if -_MAX_SAFE_INTEGER <= item <= _MAX_SAFE_INTEGER:
+                continue
+            return False
+        if kind is dict:
+            for key in item:
+                if type(key) is not str or not key.isascii():
+                    return False
+            stack.extend(item.values())
+            continue
+        if kind is list or kind is tuple:
+            stack.extend(item)
+            continue
+        if isinstance(item, str | bool):
             continue
         if isinstance(item, int):
             if -_MAX_SAFE_INTEGER <= item <= _MAX_SAFE_INTEGER:

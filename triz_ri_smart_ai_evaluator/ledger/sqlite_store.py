@@ -11,6 +11,7 @@ is acknowledged only after its commit is on disk.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -20,7 +21,7 @@ from typing import Any
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
 from .events import Event, NewEvent
 from .merkle import HASH_SIZE, MerkleAccumulator, leaf_hash
-from .store import CheckpointPolicy, Head, Sequencer
+from .store import Batch, CheckpointPolicy, Head, Sequencer
 
 _PROTECTED = ("events", "evidence", "checkpoints")
 
@@ -97,6 +98,7 @@ class SqliteStore:
         self._conn = conn
         self.path = path
         self._sequencer = Sequencer(policy)
+        self._grouped = False
 
     @classmethod
     def open(
@@ -165,38 +167,22 @@ class SqliteStore:
         return Head(acc.size, last, acc.peaks, cp, 0.0)
 
     def append(self, events: Sequence[NewEvent], *, force_checkpoint: bool = False) -> list[int]:
-        """Append ``events`` in one durable transaction.  Raises ExternalError on a busy or
-        failing database, IntegrityError if the stored log is inconsistent."""
+        """Append ``events`` in one durable transaction (inside :meth:`group`, one savepoint of
+        the group's transaction).  Raises ExternalError on a busy or failing database,
+        IntegrityError if the stored log is inconsistent."""
         conn = self._conn
+        begin, commit, undo = (
+            ("SAVEPOINT append", "RELEASE append", ("ROLLBACK TO append", "RELEASE append"))
+            if self._grouped else ("BEGIN IMMEDIATE", "COMMIT", ("ROLLBACK",))
+        )
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(begin)
             try:
-                head = self._head()
-                batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
-                conn.executemany(
-                    "INSERT INTO events (seq, leaf, kind, attempt, body) VALUES (?, ?, ?, ?, ?)",
-                    [
-                        (e.seq, e.leaf, new.kind, new.attempt, e.body)
-                        for e, new in zip(batch.events, events, strict=True)
-                    ],
-                )
-                if batch.checkpoint is not None:
-                    conn.execute("INSERT INTO checkpoints VALUES (?, ?)", batch.checkpoint)
-                h = batch.head
-                conn.execute(
-                    "UPDATE head SET size=?, last_leaf=?, peaks=?, cp_size=?, cp_time=? "
-                    "WHERE id = 1",
-                    (
-                        h.size,
-                        h.last_leaf,
-                        _pack(h.peaks),
-                        h.last_checkpoint_size,
-                        h.last_checkpoint_time,
-                    ),
-                )
-                conn.execute("COMMIT")
+                batch = self._write(events, force_checkpoint)
+                conn.execute(commit)
             except BaseException:
-                conn.execute("ROLLBACK")
+                for statement in undo:
+                    conn.execute(statement)
                 raise
         except sqlite3.IntegrityError as e:
             raise IntegrityError(f"{self.path}: append refused: {e}") from e
@@ -205,6 +191,55 @@ class SqliteStore:
         except sqlite3.Error as e:
             raise ExternalError(f"{self.path}: append failed: {e}") from e
         return [e.seq for e in batch.events]
+
+    def _write(self, events: Sequence[NewEvent], force_checkpoint: bool) -> Batch:
+        conn = self._conn
+        batch = self._sequencer.seal(self._head(), events, force_checkpoint=force_checkpoint)
+        conn.executemany(
+            "INSERT INTO events (seq, leaf, kind, attempt, body) VALUES (?, ?, ?, ?, ?)",
+            [(e.seq, e.leaf, new.kind, new.attempt, e.body)
+             for e, new in zip(batch.events, events, strict=True)],
+        )
+        if batch.checkpoint is not None:
+            conn.execute("INSERT INTO checkpoints VALUES (?, ?)", batch.checkpoint)
+        h = batch.head
+        conn.execute(
+            "UPDATE head SET size=?, last_leaf=?, peaks=?, cp_size=?, cp_time=? WHERE id = 1",
+            (h.size, h.last_leaf, _pack(h.peaks), h.last_checkpoint_size,
+             h.last_checkpoint_time),
+        )
+        return batch
+
+    @contextlib.contextmanager
+    def group(self) -> Iterator[None]:
+        """Group commit: every append and evidence write inside is part of ONE durable
+        transaction, committed (one fsync) when the block ends, or rolled back whole if it
+        raises.  Each append inside is its own savepoint, so one that fails leaves nothing.
+        Nothing written inside is durable, or visible to other connections, before the end of
+        the block: a caller acknowledges what it wrote only after the block.  Nests (an inner
+        group joins the outer one).  Raises ExternalError or IntegrityError like append."""
+        if self._grouped:
+            yield
+            return
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            raise ExternalError(f"{self.path}: cannot start a group commit: {e}") from e
+        self._grouped = True
+        try:
+            yield
+        except BaseException:
+            self._grouped = False
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            raise
+        self._grouped = False
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as e:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            raise ExternalError(f"{self.path}: group commit failed: {e}") from e
 
     def put_evidence(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()

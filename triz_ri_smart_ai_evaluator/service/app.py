@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, Request, Response
+from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..access.enforce import AccessDenied, Principal
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
@@ -89,6 +89,26 @@ def _status_of(error: EvaluatorError) -> int:
     return 500
 
 
+class BoundedBody:
+    """Refuse a request whose declared body is over the limit (413) before it is read.  A
+    plain ASGI middleware: the request path pays one header lookup, nothing more."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope.get("headers", ()):
+                if name == b"content-length" and (not value.isdigit()
+                                                  or int(value) > self.limit):
+                    response = JSONResponse(
+                        {"error": f"request body over {self.limit} bytes"}, status_code=413)
+                    await response(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
 def create_app(runtime: Runtime) -> FastAPI:
     """The FastAPI application over ``runtime`` (which the caller starts and closes)."""
     app = FastAPI(
@@ -96,15 +116,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         version=API_VERSION,
         description="The policy port and the trusted port of the evaluator (spec 9.2, 9.3).",
     )
-    limit = runtime.config.max_body_bytes
-
-    @app.middleware("http")
-    async def bounded_body(request: Request,
-                           call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            return JSONResponse({"error": f"request body over {limit} bytes"}, status_code=413)
-        return await call_next(request)
+    app.add_middleware(BoundedBody, limit=runtime.config.max_body_bytes)
 
     @app.exception_handler(EvaluatorError)
     async def evaluator_error(_: Request, exc: EvaluatorError) -> JSONResponse:

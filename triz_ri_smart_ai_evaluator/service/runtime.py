@@ -45,6 +45,7 @@ from ..provenance.register import ProvenanceRegister
 from ..rules.loader import load_catalogue
 from .auth import Authenticator
 from .config import ServiceConfig
+from .ledger_worker import LedgerWorker
 
 PILOT_CLASS = "pilot_02_feedback_form"
 log = logging.getLogger("triz_eval.service")
@@ -74,7 +75,7 @@ class Runtime:
     def __init__(self, config: ServiceConfig, base: Path) -> None:
         self.config = config
         self.base = base
-        self._ledger_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
+        self._ledger = LedgerWorker()
         self._harness = (ThreadPoolExecutor(max_workers=config.harness.workers,
                                             thread_name_prefix="harness")
                          if config.harness.workers else None)
@@ -93,14 +94,15 @@ class Runtime:
     def start(cls, config: ServiceConfig, base: Path) -> Runtime:
         runtime = cls(config, base)
         try:
-            runtime.call_sync(runtime._open)
+            runtime._ledger.submit(runtime._open, grouped=False).result()
         except BaseException:
-            runtime._ledger_thread.shutdown(wait=True)
+            runtime._ledger.shutdown()
             raise
         return runtime
 
     def _open(self) -> None:
         self.store = open_store(self.config, self.base)
+        self._ledger.store = self.store
         self.guard = AccessGuard(self.matrix, self.store)
         self.register = ProvenanceRegister(self.store, actor="evaluator-service")
         self._register_trusted()
@@ -129,11 +131,14 @@ class Runtime:
 
     # -- running on the ledger thread -------------------------------------------------------
     def call_sync(self, fn: Callable[[], T]) -> T:
-        return self._ledger_thread.submit(fn).result()
+        """Run ``fn`` on the ledger thread and wait; its writes are durable on return."""
+        result: T = self._ledger.submit(fn).result()
+        return result
 
     async def call(self, fn: Callable[[], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._ledger_thread, fn)
+        """Run ``fn`` on the ledger thread (group commit) without blocking the event loop."""
+        result: T = await asyncio.wrap_future(self._ledger.submit(fn))
+        return result
 
     def policy_port(self, principal: Principal) -> PolicyPort:
         return PolicyPort(self.guard, principal, catalogue=self.catalogue)
@@ -203,6 +208,6 @@ class Runtime:
         if self._harness is not None:
             self._harness.shutdown(wait=True, cancel_futures=False)
         with contextlib.suppress(Exception):
-            self.call_sync(self.store.close)
-        self._ledger_thread.shutdown(wait=True)
+            self._ledger.submit(self.store.close, grouped=False).result()
+        self._ledger.shutdown()
 
