@@ -271,6 +271,12 @@ def test_harness_crash_takes_the_sandbox_down(tmp_path: Path) -> None:
         while time.monotonic() < deadline and uid_processes(left["uid"]):
             time.sleep(0.05)
         assert uid_processes(left["uid"]) == set()
+        # Regression: a harness that died while the reaper was still starting left the launch
+        # chain running (bwrap appeared in the run's cgroups a moment later and stayed).
+        time.sleep(1.5)
+        assert uid_processes(left["uid"]) == set()
+        for path in left["cgroups"]:
+            assert (Path(path) / "cgroup.procs").read_text().split() == []
     finally:  # what only a live harness would have removed
         subprocess.run(["ip", "link", "del", left["link"]], check=False, capture_output=True)
         subprocess.run(["ip", "netns", "del", left["namespace"]], check=False)

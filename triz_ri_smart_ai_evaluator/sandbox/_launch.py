@@ -58,7 +58,12 @@ REAPER = """
 import ctypes, os, signal, sys
 if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
     sys.exit(125)
-parent = os.getppid()
+# The harness's pid comes from the harness: read here with getppid(), it would already be 1
+# when the harness died while this interpreter was still starting, and nothing below would
+# ever be killed.
+parent = int(sys.argv[1])
+if os.getppid() != parent:
+    sys.exit(125)
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
 main = os.fork()
 if main == 0:
@@ -66,7 +71,7 @@ if main == 0:
         for sig in (signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
-        os.execv(sys.argv[1], sys.argv[1:])
+        os.execv(sys.argv[2], sys.argv[2:])
     finally:
         os._exit(127)
 
@@ -181,7 +186,7 @@ def _popen_isolated(argv: list[str], code_dir: Path, network: Network, env: dict
                     stage: Stage, log_dir: Path, info_fd: int) -> subprocess.Popen[bytes]:
     tools = network.tools
     command = [
-        sys.executable, "-I", "-S", "-c", REAPER,
+        sys.executable, "-I", "-S", "-c", REAPER, str(os.getpid()),
         tools.unshare, "--mount", "--propagation", "private", "--",
         *network.in_namespace_argv([
             tools.sh, "-c", LAUNCH_SCRIPT, "trz-launch", tools.mount,
