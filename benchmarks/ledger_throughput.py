@@ -60,6 +60,7 @@ try:  # the PostgreSQL backend is optional for this script: its part is skipped 
     from psycopg import sql
     from psycopg.conninfo import make_conninfo
 
+    from benchmarks._pg import drop_throwaway_ledger
     from triz_ri_smart_ai_evaluator.ledger.postgres_store import PostgresStore
 
     PG_IMPORT_ERROR = None
@@ -327,16 +328,7 @@ def postgres(events: Sequence[NewEvent], rows: Sequence[tuple[Any, ...]], signer
             store.close()
         out.update(_postgres_raw(admin, base, rows, single=single, batched=len(chunk)))
     finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
-                sql.Identifier(base)))
-            for key in ("owner_role", "writer_role", "reader_role"):
-                role = names[key]
-                if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
-                                (role,)).fetchone():
-                    conn.execute(sql.SQL("DROP OWNED BY {} CASCADE").format(
-                        sql.Identifier(role)))
-                    conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+        drop_throwaway_ledger(admin, names)
     return out
 
 

@@ -513,10 +513,9 @@ def _pg_admin() -> tuple[str | None, str]:
 @contextlib.contextmanager
 def pg_schema(admin: str) -> Iterator[dict[str, str]]:
     """A throw-away ledger schema with its owner, writer and reader roles; dropped after."""
-    import psycopg  # noqa: PLC0415
-    from psycopg import sql  # noqa: PLC0415
     from psycopg.conninfo import make_conninfo  # noqa: PLC0415
 
+    from benchmarks._pg import drop_throwaway_ledger  # noqa: PLC0415
     from triz_ri_smart_ai_evaluator.ledger.postgres_store import PostgresStore  # noqa: PLC0415
 
     base = f"bench_service_{secrets.token_hex(4)}"
@@ -526,16 +525,7 @@ def pg_schema(admin: str) -> Iterator[dict[str, str]]:
         PostgresStore.init_schema(admin, **names)
         yield {"dsn": make_conninfo(admin, user=names["writer_role"]), "schema": base}
     finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
-                sql.Identifier(base)))
-            for key in ("owner_role", "writer_role", "reader_role"):
-                role = names[key]
-                if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
-                                (role,)).fetchone():
-                    conn.execute(sql.SQL("DROP OWNED BY {} CASCADE").format(
-                        sql.Identifier(role)))
-                    conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+        drop_throwaway_ledger(admin, names)
 
 
 # -- one ledger, end to end ------------------------------------------------------------------

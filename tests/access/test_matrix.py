@@ -114,7 +114,7 @@ def test_matrix_is_not_a_task_class_file() -> None:
 def test_invalid_matrix_names_file_and_cell(text: str, cell: str, message: str) -> None:
     with pytest.raises(AccessMatrixError) as error:
         parse_matrix(text, file=FILE)
-    found = [p for p in error.value.problems if p.cell == cell]
+    found = [p for p in error.value.problems if p.field == cell]
     assert found, [str(p) for p in error.value.problems]
     assert message in found[0].message
     assert str(found[0]).startswith(f"{FILE}:{found[0].line}: {cell}: ")

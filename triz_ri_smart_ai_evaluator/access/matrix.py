@@ -24,6 +24,7 @@ import yaml
 
 from ..canonical import canonical_json, sha256_hex
 from ..errors import InputError
+from ..rules.loader import Located
 
 FORMAT = "triz-access-matrix/1"
 
@@ -118,17 +119,8 @@ class Cell:
         return {"allow": [a.value for a in Action if a in self.allow], "scope": self.scope.value}
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One problem in a matrix file: ``file:line: cell: message``."""
-
-    file: str
-    line: int
-    cell: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.cell}: {self.message}"
+#: One problem in a matrix file: ``file:line: cell: message`` (the catalogue's located problem).
+Problem = Located
 
 
 class AccessMatrixError(InputError):
