@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ledger.conftest import PgLedger
 from triz_ri_smart_ai_evaluator.errors import ExternalError
 from triz_ri_smart_ai_evaluator.ledger.events import NewEvent
 from triz_ri_smart_ai_evaluator.ledger.log import (
@@ -176,3 +177,38 @@ def test_a_group_whose_commit_fails_fails_every_job(tmp_path: Path, keys: Path) 
                 job.result(timeout=10)
     finally:
         worker.shutdown()
+
+
+# -- PostgreSQL: the same semantics on the real local server ------------------------------------
+
+
+def test_postgres_group_commits_at_its_end_and_survives_a_stale_head(
+        pg_ledger: PgLedger, keys: Path) -> None:
+    from triz_ri_smart_ai_evaluator.ledger.log import load_log_signer
+    from triz_ri_smart_ai_evaluator.ledger.store import CheckpointPolicy
+
+    signer = load_log_signer(keys)
+    store = pg_ledger.open(policy=CheckpointPolicy(signer, signer.name, 1000, 60.0,
+                                                   lambda: 0.0))
+    reader = pg_ledger.open(role=pg_ledger.reader)
+    with store.group():
+        store.append([event(1)])
+        stale = store._head
+        store.append([event(2)])
+        store._head = stale  # as if another writer had moved the head: a refused fast path
+        store.append([event(3)])  # recovers by the slow path, inside the group
+        digest = store.put_evidence(b"in the group")
+        assert reader.size() == 0  # nothing visible before COMMIT
+    assert reader.size() == 3
+    assert reader.get_evidence(digest) == b"in the group"
+
+    def fail_inside_a_group() -> None:
+        with store.group():
+            store.append([event(4)])
+            raise RuntimeError("the caller failed")
+
+    with pytest.raises(RuntimeError):
+        fail_inside_a_group()
+    assert reader.size() == 3
+    store.append([event(5)], force_checkpoint=True)  # usable afterwards, head rebuilt
+    assert verify_ledger(store, log_key=load_vkey(keys / LOG_VKEY_FILE)).ok

@@ -25,6 +25,7 @@ head under the lock (see :meth:`PostgresStore.append`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Iterator, Sequence
@@ -135,6 +136,7 @@ class PostgresStore:
         self.where = where
         self._sequencer = Sequencer(policy)
         self._head: Head | None = None  # the head this store wrote last (see append)
+        self._grouped = False
         name = sql.Identifier(schema)
         self._q = {key: sql.SQL(text).format(s=name).as_bytes(conn)
                    for key, text in _QUERIES.items()}
@@ -276,7 +278,11 @@ class PostgresStore:
             if head is not None:
                 batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
                 try:
-                    self._conn.execute(self._q["append"], self._append_params(batch, events))
+                    # Inside a group, a savepoint: a refused batch must not abort the group.
+                    with (self._conn.transaction() if self._grouped
+                          else contextlib.nullcontext()):
+                        self._conn.execute(self._q["append"],
+                                           self._append_params(batch, events))
                 except psycopg.errors.SerializationFailure:
                     head = None
             if head is None:
@@ -293,6 +299,29 @@ class PostgresStore:
             raise _error(e, f"{self.where}: append") from e
         self._head = batch.head
         return [e.seq for e in batch.events]
+
+    @contextlib.contextmanager
+    def group(self) -> Iterator[None]:
+        """Group commit: every append and evidence write inside is part of ONE transaction,
+        committed when the block ends or rolled back whole if it raises; each append inside is
+        a savepoint.  Nothing inside is durable or visible to others before the end of the
+        block.  The append lock is held from the first append to the end, so keep groups
+        short.  Nests.  Raises ExternalError or IntegrityError like append."""
+        if self._grouped:
+            yield
+            return
+        self._grouped = True
+        try:
+            with self._conn.transaction():
+                yield
+        except psycopg.Error as e:
+            self._head = None  # what this store wrote last may not have been committed
+            raise _error(e, f"{self.where}: group commit") from e
+        except BaseException:
+            self._head = None
+            raise
+        finally:
+            self._grouped = False
 
     @staticmethod
     def _append_params(batch: Batch, events: Sequence[NewEvent]) -> tuple[Any, ...]:
