@@ -14,38 +14,37 @@ token-keyed temporary failure of the contract ("Temporary SMTP failure and Recov
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import email
-import email.policy
 import hashlib
 import hmac
 import json
-import os
-import secrets
 import socket
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from types import MappingProxyType
-from typing import AnyStr, Final, TypeAlias
+from typing import AnyStr, Final
 
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session, syntax
 
+from triz_ri_smart_ai_evaluator._io import write_atomic
 from triz_ri_smart_ai_evaluator.errors import ExternalError, InputError
 
 from .contract import (
-    RUN_TOKEN_HEADER,
-    SINGLE_HEADERS,
     TEMPORARY_FAILURE_REPLY,
-    MalformedMessage,
-    ParsedFeedback,
     normalize_line_endings,
-    parse_feedback_body,
     read_feedback_fields_leniently,
+)
+from .smtp_records import (
+    EventLog,
+    JsonDict,
+    MessageAnalysis,
+    ReceivedMessage,
+    ReceiverCredentials,
+    SmtpEvent,
+    analyse_message,
+    utc_now,
+    utf8_text,
 )
 
 __all__ = [
@@ -70,250 +69,6 @@ FAULT_ALWAYS: Final = "always_451"
 # A feedback message is a few kilobytes; a bound keeps a hostile client from filling memory.
 DEFAULT_DATA_SIZE_LIMIT: Final = 1024 * 1024
 
-JsonDict: TypeAlias = dict[str, object]
-
-
-def _text(value: str) -> str:
-    """``value`` made encodable as UTF-8 (lone surrogates from undecodable bytes escaped)."""
-    return value.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-# --------------------------------------------------------------------------- message analysis
-
-
-@dataclass(frozen=True, slots=True)
-class MessageAnalysis:
-    """What the receiver reads from the raw bytes of one DATA (pure, see analyse_message)."""
-
-    headers: tuple[tuple[str, str], ...]
-    duplicate_headers: tuple[str, ...]
-    defects: tuple[str, ...]
-    header_defects: tuple[tuple[str, str], ...]
-    body: str | None
-    body_error: str | None
-    x_run_token: str | None
-    parsed: ParsedFeedback | None
-    parse_error: str | None
-
-    @property
-    def run_token(self) -> str | None:
-        """The body's run_token when the body parses, else the X-Run-Token header."""
-        return self.parsed.run_token if self.parsed is not None else self.x_run_token
-
-
-def analyse_message(raw: bytes) -> MessageAnalysis:
-    """Parse one message with ``email.policy.default`` and the contract's body parser.
-
-    Never raises for hostile input: every failure is recorded in the result instead.
-    """
-    msg = email.message_from_bytes(raw, policy=email.policy.default)
-    headers: list[tuple[str, str]] = []
-    header_defects: list[tuple[str, str]] = []
-    for name, raw_value in msg.raw_items():
-        try:
-            value = msg.policy.header_fetch_parse(name, raw_value)
-            headers.append((_text(name), _text(str(value))))
-            header_defects.extend(
-                (_text(name), type(d).__name__) for d in getattr(value, "defects", ())
-            )
-        except Exception as e:  # the header parser has raised on hostile input before
-            headers.append((_text(name), _text(str(raw_value))))
-            header_defects.append((_text(name), f"{type(e).__name__}"))
-    counts: dict[str, int] = {}
-    for name, _ in headers:
-        counts[name.lower()] = counts.get(name.lower(), 0) + 1
-    duplicates = tuple(
-        name for name in sorted(counts) if name in SINGLE_HEADERS and counts[name] > 1
-    )
-    defects = tuple(type(d).__name__ for part in msg.walk() for d in part.defects)
-    x_run_token = next((v for n, v in headers if n.lower() == RUN_TOKEN_HEADER.lower()), None)
-
-    body: str | None = None
-    body_error: str | None = None
-    try:
-        part = msg.get_body(("plain", "html"))
-        if part is None:
-            body_error = "no text/plain or text/html body"
-        else:
-            content = part.get_content()
-            if isinstance(content, str):
-                body = _text(content)
-            else:
-                body_error = f"body content is {type(content).__name__}, not text"
-    except Exception as e:  # unknown charset, broken transfer encoding, ...
-        body_error = f"{type(e).__name__}: {e}"
-
-    parsed: ParsedFeedback | None = None
-    parse_error: str | None = None
-    if body is None:
-        parse_error = body_error
-    else:
-        try:
-            parsed = parse_feedback_body(normalize_line_endings(body))
-        except MalformedMessage as e:
-            parse_error = e.message
-    return MessageAnalysis(
-        headers=tuple(headers),
-        duplicate_headers=duplicates,
-        defects=defects,
-        header_defects=tuple(header_defects),
-        body=body,
-        body_error=body_error,
-        x_run_token=x_run_token,
-        parsed=parsed,
-        parse_error=parse_error,
-    )
-
-
-# --------------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedMessage:
-    """One DATA transaction the receiver answered (accepted or temporarily refused)."""
-
-    seq: int
-    connection: int
-    received_at: str
-    accepted: bool
-    reply: str
-    fault: str | None
-    mail_from: str | None
-    recipients: tuple[str, ...]
-    mail_options: tuple[str, ...]
-    rcpt_options: tuple[str, ...]
-    smtp_utf8: bool
-    authenticated_as: str | None
-    raw_sha256: str
-    analysis: MessageAnalysis
-    raw: bytes = field(repr=False)
-
-    @property
-    def run_token(self) -> str | None:
-        return self.analysis.run_token
-
-    def to_json(self) -> JsonDict:
-        a = self.analysis
-        parsed: JsonDict | None = None
-        if a.parsed is not None:
-            parsed = {
-                "run_token": a.parsed.run_token,
-                "name": a.parsed.name,
-                "email": a.parsed.email,
-                "phone": a.parsed.phone,
-                "message": a.parsed.message,
-            }
-        return {
-            "accepted": self.accepted,
-            "reply": self.reply,
-            "fault": self.fault,
-            "mail_from": self.mail_from,
-            "recipients": list(self.recipients),
-            "mail_options": list(self.mail_options),
-            "rcpt_options": list(self.rcpt_options),
-            "smtp_utf8": self.smtp_utf8,
-            "authenticated_as": self.authenticated_as,
-            "headers": [[n, v] for n, v in a.headers],
-            "duplicate_headers": list(a.duplicate_headers),
-            "defects": list(a.defects),
-            "header_defects": [[n, d] for n, d in a.header_defects],
-            "body": a.body,
-            "body_error": a.body_error,
-            "x_run_token": a.x_run_token,
-            "body_run_token": a.parsed.run_token if a.parsed is not None else None,
-            "run_token": a.run_token,
-            "parsed": parsed,
-            "parse_error": a.parse_error,
-            "raw_sha256": self.raw_sha256,
-            "raw_size": len(self.raw),
-            "raw_base64": base64.b64encode(self.raw).decode("ascii"),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SmtpEvent:
-    """One recorded SMTP event; ``seq`` is strictly increasing over the receiver's lifetime."""
-
-    seq: int
-    at: str
-    kind: str
-    connection: int
-    peer: str | None
-    detail: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
-    message: ReceivedMessage | None = None
-
-    def to_json(self) -> JsonDict:
-        out: JsonDict = dict(self.detail)
-        out.update(
-            seq=self.seq, at=self.at, kind=self.kind, connection=self.connection, peer=self.peer
-        )
-        if self.message is not None:
-            out["message"] = self.message.to_json()
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class ReceiverCredentials:
-    """The per-run SMTP credentials; the password is kept out of ``repr``."""
-
-    username: str
-    password: str = field(repr=False)
-
-    def __post_init__(self) -> None:
-        if not self.username or not self.password:
-            raise InputError("receiver credentials need a non-empty username and password")
-
-    @classmethod
-    def random(cls) -> ReceiverCredentials:
-        """Fresh credentials for one run, from the ``secrets`` module."""
-        return cls(f"feedback-{secrets.token_hex(6)}", secrets.token_urlsafe(24))
-
-
-class _EventLog:
-    """Thread-safe, append-only event list with a monotonic sequence number."""
-
-    def __init__(self, clock: Callable[[], datetime]) -> None:
-        self._lock = threading.Lock()
-        self._clock = clock
-        self._events: list[SmtpEvent] = []
-        self._connections = 0
-
-    def new_connection(self) -> int:
-        with self._lock:
-            self._connections += 1
-            return self._connections
-
-    def record(
-        self,
-        kind: str,
-        connection: int,
-        peer: str | None,
-        detail: Mapping[str, object] | None = None,
-        message: Callable[[int, str], ReceivedMessage] | None = None,
-    ) -> SmtpEvent:
-        with self._lock:
-            seq = len(self._events) + 1
-            at = self._clock().astimezone(UTC).isoformat(timespec="microseconds")
-            event = SmtpEvent(
-                seq=seq,
-                at=at,
-                kind=kind,
-                connection=connection,
-                peer=peer,
-                detail=MappingProxyType(dict(detail or {})),
-                message=message(seq, at) if message is not None else None,
-            )
-            self._events.append(event)
-            return event
-
-    def snapshot(self) -> list[SmtpEvent]:
-        with self._lock:
-            return list(self._events)
-
 
 # ------------------------------------------------------------------------------ SMTP session
 
@@ -322,7 +77,7 @@ def _peer_text(peer: object) -> str | None:
     if isinstance(peer, tuple) and len(peer) >= 2:
         host, port = peer[0], peer[1]
         return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
-    return None if peer is None else _text(str(peer))
+    return None if peer is None else utf8_text(str(peer))
 
 
 class _QuietSession(Session):
@@ -347,7 +102,7 @@ class _RecordingSMTP(SMTP):
         self,
         handler: _Handler,
         *,
-        events: _EventLog,
+        events: EventLog,
         hostname: str,
         data_size_limit: int,
         timeout: float,
@@ -389,14 +144,14 @@ class _RecordingSMTP(SMTP):
 
     def connection_lost(self, error: Exception | None) -> None:
         self._handler_ref.sessions.discard(self)
-        self.record("disconnect", error=None if error is None else _text(repr(error)))
+        self.record("disconnect", error=None if error is None else utf8_text(repr(error)))
         super().connection_lost(error)
 
     async def push(self, status: AnyStr) -> None:
         reply = status if isinstance(status, str) else status.decode("utf-8", "backslashreplace")
         # AUTH challenges (334) carry no secret, but they are not a command's final reply.
         if not reply.startswith("334"):
-            self.last_reply = _text(reply)
+            self.last_reply = utf8_text(reply)
         await super().push(status)
 
     async def check_auth_needed(self, caller_method: str) -> bool:
@@ -412,7 +167,7 @@ class _RecordingSMTP(SMTP):
         self.auth_attempt = None
         await super().smtp_AUTH(arg)
         words = arg.split(maxsplit=1) if arg else []
-        mechanism = _text(words[0]) if words else None
+        mechanism = utf8_text(words[0]) if words else None
         attempt, self.auth_attempt = self.auth_attempt, None
         if attempt is not None and attempt[2]:
             self.record(
@@ -436,12 +191,12 @@ class _RecordingSMTP(SMTP):
             assert self.envelope is not None
             self.record(
                 "mail_from",
-                address=_text(after),
+                address=utf8_text(after),
                 options=list(self.envelope.mail_options),
                 reply=self.last_reply,
             )
         else:
-            self.record("mail_from_refused", argument=_text(arg or ""), reply=self.last_reply)
+            self.record("mail_from_refused", argument=utf8_text(arg or ""), reply=self.last_reply)
 
     @syntax("RCPT TO: <address>", extended=" [SP <mail-parameters>]")
     async def smtp_RCPT(self, arg: str | None) -> None:
@@ -450,12 +205,12 @@ class _RecordingSMTP(SMTP):
         if self.envelope is not None and len(self.envelope.rcpt_tos) > before:
             self.record(
                 "rcpt_to",
-                address=_text(self.envelope.rcpt_tos[-1]),
+                address=utf8_text(self.envelope.rcpt_tos[-1]),
                 options=list(self.envelope.rcpt_options),
                 reply=self.last_reply,
             )
         else:
-            self.record("rcpt_to_refused", argument=_text(arg or ""), reply=self.last_reply)
+            self.record("rcpt_to_refused", argument=utf8_text(arg or ""), reply=self.last_reply)
 
     @syntax("DATA")
     async def smtp_DATA(self, arg: str) -> None:
@@ -478,7 +233,7 @@ class _Handler:
         self,
         *,
         credentials: ReceiverCredentials,
-        events: _EventLog,
+        events: EventLog,
         fail_first_tokens: frozenset[str],
         reject_all_tokens: frozenset[str],
     ) -> None:
@@ -501,7 +256,7 @@ class _Handler:
     ) -> AuthResult:
         if not isinstance(auth_data, LoginPassword):
             return AuthResult(success=False, handled=False)
-        username = _text(auth_data.login.decode("utf-8", "backslashreplace"))
+        username = utf8_text(auth_data.login.decode("utf-8", "backslashreplace"))
         # Both comparisons always run, in constant time.
         ok = hmac.compare_digest(auth_data.login, self._user) & hmac.compare_digest(
             auth_data.password, self._password
@@ -554,8 +309,8 @@ class _Handler:
                 accepted=fault is None,
                 reply=reply,
                 fault=fault,
-                mail_from=None if envelope.mail_from is None else _text(envelope.mail_from),
-                recipients=tuple(_text(r) for r in envelope.rcpt_tos),
+                mail_from=None if envelope.mail_from is None else utf8_text(envelope.mail_from),
+                recipients=tuple(utf8_text(r) for r in envelope.rcpt_tos),
                 mail_options=tuple(envelope.mail_options),
                 rcpt_options=tuple(envelope.rcpt_options),
                 smtp_utf8=envelope.smtp_utf8,
@@ -597,7 +352,7 @@ class FeedbackReceiver:
         data_size_limit: int = DEFAULT_DATA_SIZE_LIMIT,
         session_timeout: float = 60.0,
         ready_timeout: float = 5.0,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         if (host is None) == (sock is None):
             raise InputError("FeedbackReceiver needs exactly one of host= and sock=")
@@ -608,7 +363,7 @@ class FeedbackReceiver:
         self._data_size_limit = data_size_limit
         self._session_timeout = session_timeout
         self._ready_timeout = ready_timeout
-        self._events = _EventLog(clock)
+        self._events = EventLog(clock)
         self._handler = _Handler(
             credentials=credentials,
             events=self._events,
@@ -750,25 +505,11 @@ class FeedbackReceiver:
             for e in self._events.snapshot()
         ]
         data = "".join(lines).encode("utf-8")
-        _write_atomically(Path(path), data)
+        try:
+            write_atomic(Path(path), data)
+        except OSError as e:
+            raise ExternalError(f"{path}: cannot write the SMTP event log: {e}") from e
         return hashlib.sha256(data).hexdigest()
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp_name: str | None = None
-    try:
-        with tempfile.NamedTemporaryFile(
-            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
-        ) as tmp:
-            tmp_name = tmp.name
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except OSError as e:
-        if tmp_name is not None and os.path.exists(tmp_name):
-            os.unlink(tmp_name)
-        raise ExternalError(f"{path}: cannot write the SMTP event log: {e}") from e
 
 
 # ----------------------------------------------------------------------------- scorer lines
