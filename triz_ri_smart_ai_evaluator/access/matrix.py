@@ -24,7 +24,7 @@ import yaml
 
 from ..canonical import canonical_json, sha256_hex
 from ..errors import InputError
-from ..rules.loader import Located
+from ..rules.loader import Located, MalformedYaml, duplicate_keys, line_of, yaml_tree
 
 FORMAT = "triz-access-matrix/1"
 
@@ -182,44 +182,13 @@ class AccessMatrix:
 # -- reading -------------------------------------------------------------------------------
 
 
-def _line(node: yaml.Node | None, path: Sequence[str | int]) -> int:
-    """The 1-based line of the deepest existing node on ``path``."""
-    line = 1 if node is None else node.start_mark.line + 1
-    for part in path:
-        child: yaml.Node | None = None
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value == str(part):
-                    child, line = value, key.start_mark.line + 1
-                    break
-        elif (isinstance(node, yaml.SequenceNode) and isinstance(part, int)
-              and 0 <= part < len(node.value)):
-            child = node.value[part]
-            line = child.start_mark.line + 1
-        if child is None:
-            break
-        node = child
-    return line
-
-
-def _duplicates(node: yaml.Node, path: tuple[str, ...]) -> Iterator[tuple[int, str]]:
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key, value in node.value:
-            name = str(key.value)
-            if name in seen:
-                yield key.start_mark.line + 1, ".".join((*path, name))
-            seen.add(name)
-            yield from _duplicates(value, (*path, name))
-
-
 class _Collector:
     def __init__(self, file: str, root: yaml.Node | None) -> None:
         self.file, self.root, self.problems = file, root, list[Problem]()
 
     def add(self, path: Sequence[str | int], message: str) -> None:
         cell = ".".join(str(p) for p in path) or "(root)"
-        self.problems.append(Problem(self.file, _line(self.root, path), cell, message))
+        self.problems.append(Problem(self.file, line_of(self.root, path), cell, message))
 
 
 def _known(kind: type[StrEnum], value: object) -> Any:
@@ -291,19 +260,12 @@ def parse_matrix(text: str, *, file: str) -> AccessMatrix:
     Raises AccessMatrixError listing every problem with the file, line and cell it concerns.
     """
     try:
-        loader = yaml.SafeLoader(text)
-        try:
-            root = loader.get_single_node()
-            data = loader.construct_document(root) if root is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        raise AccessMatrixError([Problem(file, line, "(yaml)", f"malformed YAML: {e}")]) from e
+        root, data = yaml_tree(text, file=file)
+    except MalformedYaml as e:
+        raise AccessMatrixError([e.located]) from e
     out = _Collector(file, root)
     if root is not None:
-        for line, cell in _duplicates(root, ()):
+        for line, cell in duplicate_keys(root, ()):
             out.problems.append(Problem(file, line, cell, "duplicate cell (each appears once)"))
     if not isinstance(data, dict):
         raise AccessMatrixError([*out.problems, Problem(file, 1, "(root)", "not a mapping")])

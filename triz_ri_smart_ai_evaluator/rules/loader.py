@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -50,7 +51,7 @@ def _field(path: Sequence[str | int]) -> str:
     return out or "(root)"
 
 
-def _line_of(root: yaml.Node | None, path: Sequence[str | int]) -> int:
+def line_of(root: yaml.Node | None, path: Sequence[str | int]) -> int:
     """The 1-based line of the deepest node of ``path`` that exists in the YAML tree."""
     node = root
     line = 1 if node is None else node.start_mark.line + 1
@@ -75,7 +76,8 @@ def _line_of(root: yaml.Node | None, path: Sequence[str | int]) -> int:
     return line
 
 
-def _duplicate_keys(node: yaml.Node, path: tuple[str | int, ...]) -> Iterator[tuple[int, str]]:
+def duplicate_keys(node: yaml.Node, path: tuple[str | int, ...]) -> Iterator[tuple[int, str]]:
+    """(line, field path) of every key repeated within one YAML mapping, at any depth."""
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key, value in node.value:
@@ -83,17 +85,23 @@ def _duplicate_keys(node: yaml.Node, path: tuple[str | int, ...]) -> Iterator[tu
             if name in seen:
                 yield key.start_mark.line + 1, _field((*path, name))
             seen.add(name)
-            yield from _duplicate_keys(value, (*path, name))
+            yield from duplicate_keys(value, (*path, name))
     elif isinstance(node, yaml.SequenceNode):
         for n, item in enumerate(node.value):
-            yield from _duplicate_keys(item, (*path, n))
+            yield from duplicate_keys(item, (*path, n))
 
 
-def parse_task_class(text: str, *, file: str) -> TaskClass:
-    """Parse and validate one task class from YAML text.
+class MalformedYaml(Exception):
+    """The text is not YAML; ``located`` says where (``file:line: (yaml): ...``)."""
 
-    Raises CatalogueError listing every problem with its line and field path.
-    """
+    def __init__(self, located: Located) -> None:
+        super().__init__(str(located))
+        self.located = located
+
+
+def yaml_tree(text: str, *, file: str) -> tuple[yaml.Node | None, Any]:
+    """The node tree (for line numbers) and the data of one YAML document, read safely.
+    Raises MalformedYaml with the line of the syntax error."""
     try:
         loader = yaml.SafeLoader(text)
         try:
@@ -105,9 +113,21 @@ def parse_task_class(text: str, *, file: str) -> TaskClass:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise CatalogueError([Located(file, line, "(yaml)", f"malformed YAML: {problem}")]) from e
+        raise MalformedYaml(Located(file, line, "(yaml)", f"malformed YAML: {problem}")) from e
+    return root, data
+
+
+def parse_task_class(text: str, *, file: str) -> TaskClass:
+    """Parse and validate one task class from YAML text.
+
+    Raises CatalogueError listing every problem with its line and field path.
+    """
+    try:
+        root, data = yaml_tree(text, file=file)
+    except MalformedYaml as e:
+        raise CatalogueError([e.located]) from e
     if root is not None:
-        dups = [Located(file, ln, fld, "duplicate key") for ln, fld in _duplicate_keys(root, ())]
+        dups = [Located(file, ln, fld, "duplicate key") for ln, fld in duplicate_keys(root, ())]
         if dups:
             raise CatalogueError(dups)
     if not isinstance(data, dict):
@@ -124,7 +144,7 @@ def _locate(
 ) -> list[Located]:
     located: list[Located] = []
     for p in problems:
-        located.append(Located(file, _line_of(root, p.path), _field(p.path), p.message))
+        located.append(Located(file, line_of(root, p.path), _field(p.path), p.message))
     errors = error.errors(include_url=False)
     locs = [tuple(e["loc"]) for e in errors]
     for err in errors:
@@ -140,7 +160,7 @@ def _locate(
             message = "unknown field (not part of the task-class schema)"
         elif err["type"] == "missing":
             message = "required field is missing"
-        located.append(Located(file, _line_of(root, loc), _field(loc), message))
+        located.append(Located(file, line_of(root, loc), _field(loc), message))
     return located
 
 
