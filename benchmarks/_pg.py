@@ -6,6 +6,18 @@ import psycopg
 from psycopg import sql
 
 
+def admin_dsn() -> tuple[str | None, str]:
+    """The local server's superuser connection string (as the ledger tests find it), or None
+    and why not."""
+    from tests.ledger.conftest import superuser_dsn  # noqa: PLC0415
+
+    dsn, problems = superuser_dsn()
+    if dsn is None:
+        return None, ("no PostgreSQL superuser at 127.0.0.1:5432/test (start it with "
+                      "scripts/ensure-postgres.sh): " + "; ".join(problems))
+    return dsn, ""
+
+
 def drop_throwaway_ledger(admin_dsn: str, names: dict[str, str]) -> None:
     """Drop a benchmark ledger's schema and its owner, writer and reader roles (idempotent).
     ``names`` is the keyword dict given to ``PostgresStore.init_schema``."""

@@ -60,7 +60,7 @@ try:  # the PostgreSQL backend is optional for this script: its part is skipped 
     from psycopg import sql
     from psycopg.conninfo import make_conninfo
 
-    from benchmarks._pg import drop_throwaway_ledger
+    from benchmarks._pg import admin_dsn, drop_throwaway_ledger
     from triz_ri_smart_ai_evaluator.ledger.postgres_store import PostgresStore
 
     PG_IMPORT_ERROR = None
@@ -70,10 +70,6 @@ except ImportError as _e:
 ORIGIN = "bench.triz-eval.local/ledger"
 BATCH = 500
 CHECKPOINT_EVERY = 1000
-PG_ADMIN_CANDIDATES = (
-    "postgresql://postgres@127.0.0.1:5432/test",
-    "postgresql://root@127.0.0.1:5432/test",
-)
 
 TARGETS = {
     "sqlite_batched_per_s": 30_000,
@@ -281,26 +277,15 @@ def postgres(events: Sequence[NewEvent], rows: Sequence[tuple[Any, ...]], signer
         return {"skipped": f"PostgreSQL backend not importable ({PG_IMPORT_ERROR}); "
                            "psycopg and triz_ri_smart_ai_evaluator/ledger/postgres_store.py "
                            "are needed"}
-    admin = None
-    problems = []
-    env = os.environ.get("TRIZ_TEST_PG_ADMIN_DSN")
-    for dsn in (env,) if env else PG_ADMIN_CANDIDATES:
-        try:
-            with psycopg.connect(dsn, connect_timeout=5) as conn:
-                row = conn.execute("SELECT rolsuper, current_setting('server_version'), "
-                                   "current_setting('synchronous_commit'), "
-                                   "current_setting('fsync') FROM pg_roles "
-                                   "WHERE rolname = current_user").fetchone()
-        except psycopg.Error as e:
-            problems.append(f"{dsn}: {' '.join(str(e).split())}")
-            continue
-        if row and row[0]:
-            admin, server = dsn, {"version": row[1], "synchronous_commit": row[2],
-                                  "fsync": row[3]}
-            break
+    admin, why = admin_dsn()
     if admin is None:
-        return {"skipped": "no PostgreSQL superuser at 127.0.0.1:5432/test (start it with "
-                           "scripts/ensure-postgres.sh): " + "; ".join(problems)}
+        return {"skipped": why}
+    with psycopg.connect(admin, connect_timeout=5) as conn:
+        row = conn.execute("SELECT current_setting('server_version'), "
+                           "current_setting('synchronous_commit'), "
+                           "current_setting('fsync')").fetchone()
+    assert row is not None
+    server = {"version": row[0], "synchronous_commit": row[1], "fsync": row[2]}
     base = f"bench_ledger_{secrets.token_hex(4)}"
     names = {"schema": base, "owner_role": f"{base}_owner", "writer_role": f"{base}_writer",
              "reader_role": f"{base}_reader"}

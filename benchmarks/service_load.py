@@ -76,10 +76,6 @@ from triz_ri_smart_ai_evaluator.service.config import (
 
 CLASS = "document_step_faithfulness"
 TARGET_SQLITE_PER_S = 500
-PG_ADMIN_CANDIDATES = (
-    "postgresql://postgres@127.0.0.1:5432/test",
-    "postgresql://root@127.0.0.1:5432/test",
-)
 TRUSTED_PATH = "/v1/trusted/requests"
 
 
@@ -490,25 +486,6 @@ def check_ledger(folder: Path, attempt_ids: list[str], *, postgres: dict[str, st
 
 # -- PostgreSQL ------------------------------------------------------------------------------
 
-def _pg_admin() -> tuple[str | None, str]:
-    try:
-        import psycopg  # noqa: PLC0415
-    except ImportError as e:
-        return None, f"psycopg not importable ({e})"
-    problems = []
-    env = os.environ.get("TRIZ_TEST_PG_ADMIN_DSN")
-    for dsn in (env,) if env else PG_ADMIN_CANDIDATES:
-        try:
-            with psycopg.connect(dsn, connect_timeout=5) as conn:
-                row = conn.execute("SELECT rolsuper FROM pg_roles "
-                                   "WHERE rolname = current_user").fetchone()
-        except psycopg.Error as e:
-            problems.append(f"{dsn}: {' '.join(str(e).split())}")
-            continue
-        if row and row[0]:
-            return dsn, ""
-    return None, "no PostgreSQL superuser at 127.0.0.1:5432/test: " + "; ".join(problems)
-
 
 @contextlib.contextmanager
 def pg_schema(admin: str) -> Iterator[dict[str, str]]:
@@ -681,7 +658,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result["backends"].append(run_backend(root, args, None))
         if not args.no_pg:
-            admin, why = _pg_admin()
+            from benchmarks._pg import admin_dsn  # noqa: PLC0415
+
+            admin, why = admin_dsn()
             if admin is None:
                 result["backends"].append({"ledger": "postgres", "skipped": why})
             else:

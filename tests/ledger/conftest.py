@@ -91,7 +91,9 @@ class PgLedger:
             conn.close()
 
 
-def _superuser_dsn() -> tuple[str | None, list[str]]:
+def superuser_dsn() -> tuple[str | None, list[str]]:
+    """A superuser connection string for the local server (TRIZ_TEST_PG_ADMIN_DSN first), or
+    None with what each candidate answered.  The benchmarks use it too."""
     import psycopg
 
     env = os.environ.get("TRIZ_TEST_PG_ADMIN_DSN")
@@ -114,7 +116,7 @@ def _superuser_dsn() -> tuple[str | None, list[str]]:
 @pytest.fixture(scope="session")
 def pg_admin_dsn() -> str:
     """A superuser connection string for the local test server; fails the test if none works."""
-    dsn, problems = _superuser_dsn()
+    dsn, problems = superuser_dsn()
     if dsn is None:
         pytest.fail(
             "PostgreSQL is not reachable as a superuser at 127.0.0.1:5432/test with trust "
