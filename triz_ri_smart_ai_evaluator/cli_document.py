@@ -20,7 +20,7 @@ from ._io import read_document
 from .cli_pilot import DbOpt, JsonOpt, KeysOpt, open_ledger, progress_bar
 from .errors import ExternalError, InputError
 from .verifier.client import ChatClient, ChatModel, Endpoint
-from .verifier.gate import Inspection, VerifierGate
+from .verifier.gate import Inspection, VerifierGate, mechanical_issues
 from .verifier.inputs import load_brief, load_draft
 from .verifier.mechanical import MechanicalReport, check_draft
 from .verifier.pipeline import DocumentRun, load_task, run_document
@@ -93,20 +93,17 @@ def _print_run(run: DocumentRun, folder: Path) -> None:
     out.print(f"report: {folder / 'report.html'}", highlight=False)
 
 
-class _MemoryJournal:
-    """``document verify`` records nothing: its journal keeps the transitions in memory."""
-
-    def __init__(self) -> None:
-        self.transitions: list[dict[str, Any]] = []
+class _NoJournal:
+    """``document verify`` checks one draft and records nothing."""
 
     def store(self, what: str, data: bytes) -> str:
         return hashlib.sha256(data).hexdigest()
 
     def transition(self, step: str, state: str, data: dict[str, Any]) -> None:
-        self.transitions.append({"step": step, "state": state})
+        """Nothing is recorded."""
 
     def injection(self, step: str, data: dict[str, Any]) -> None:
-        self.transitions.append({"step": step, "state": "injection", "kind": data.get("kind")})
+        """Nothing is recorded (the signal is printed)."""
 
 
 @document_app.command("verify")
@@ -134,7 +131,7 @@ def verify_command(
         return
     endpoint = Endpoint.from_mapping(_mapping(verifier))
     with ChatClient(endpoint) as client:
-        gate = VerifierGate(the_brief, model=client, journal=_MemoryJournal())
+        gate = VerifierGate(the_brief, model=client, journal=_NoJournal())
         inspection = gate.inspect(the_draft.step, the_draft.text)
     _print_verify(inspection.mechanical, inspection, as_json)
     if not inspection.complete:
@@ -158,15 +155,12 @@ def _print_verify(report: MechanicalReport, inspection: Inspection | None, as_js
             "model_layer": "not run (no --verifier)"}
         sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
         return
-    issues = inspection.issues() if inspection is not None else tuple(
-        ("mechanical", f.kind, f.quote, f.detail) for f in report.findings)
+    issues = inspection.issues() if inspection is not None else mechanical_issues(report)
     table = Table(title="Findings")
     for col in ("layer", "kind", "quote", "detail"):
         table.add_column(col, overflow="fold")
     for issue in issues:
-        row = issue if isinstance(issue, tuple) else (
-            issue.layer, issue.kind, issue.quote, issue.explanation)
-        table.add_row(*row)
+        table.add_row(issue.layer, issue.kind, issue.quote, issue.explanation)
     if issues:
         out.print(table)
     for signal in report.injection:

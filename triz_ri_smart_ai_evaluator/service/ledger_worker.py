@@ -16,15 +16,11 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import Any
 
 MAX_GROUP = 64
 
 Job = tuple[Callable[[], Any], "Future[Any]", bool]
-
-
-class _Grouping(Protocol):
-    def group(self) -> contextlib.AbstractContextManager[None]: ...
 
 
 class LedgerWorker:
@@ -68,11 +64,8 @@ class LedgerWorker:
         return jobs, False
 
     def _group(self, grouped: bool) -> contextlib.AbstractContextManager[None]:
-        store = self.store
-        if grouped and store is not None and hasattr(store, "group"):
-            grouping: _Grouping = store
-            return grouping.group()
-        return contextlib.nullcontext()
+        group = getattr(self.store, "group", None) if grouped else None
+        return group() if group is not None else contextlib.nullcontext()
 
     def _loop(self) -> None:
         while True:

@@ -81,6 +81,11 @@ class GateIssue:
                 "explanation": self.explanation}
 
 
+def mechanical_issues(report: MechanicalReport) -> tuple[GateIssue, ...]:
+    """The mechanical layer's findings as issues (final: no verdict can clear them)."""
+    return tuple(GateIssue("mechanical", f.kind, f.quote, f.detail) for f in report.findings)
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """One request to the verifier model and what came of it."""
@@ -116,8 +121,7 @@ class Inspection:
 
     def issues(self) -> tuple[GateIssue, ...]:
         """Mechanical findings first (they are final), then the model's quoted issues."""
-        found = [GateIssue("mechanical", f.kind, f.quote, f.detail)
-                 for f in self.mechanical.findings]
+        found = list(mechanical_issues(self.mechanical))
         if self.verdict is not None:
             found += [GateIssue("model", i.kind, i.quote, i.explanation)
                       for i in self.verdict.issues]
