@@ -77,6 +77,7 @@ class DocumentTask(BaseModel):
 @dataclass(frozen=True, slots=True)
 class LoadedTask:
     path: Path
+    data: bytes  # the bytes that were validated and hashed (stored as they are)
     digest: str
     task: DocumentTask
     brief: Brief | None
@@ -115,7 +116,7 @@ def load_task(path: Path) -> LoadedTask:
         brief = load_brief(path.parent / task.brief)
     elif "planner" not in endpoints:
         raise InputError(f"{path}: give either a brief or a roles.planner endpoint")
-    return LoadedTask(path, hashlib.sha256(data).hexdigest(), task, brief, endpoints)
+    return LoadedTask(path, data, hashlib.sha256(data).hexdigest(), task, brief, endpoints)
 
 
 def _now() -> datetime:
@@ -189,7 +190,7 @@ def run_document(loaded: LoadedTask, store: LedgerStore, models: Mapping[str, Ch
                       started_at=started, deadline=started + timedelta(hours=1),
                       verifier_version=GATE_VERSION, artefact_sha256=loaded.digest)
     journal = LedgerJournal(store, attempt_id)
-    journal.store("task", loaded.path.read_bytes())
+    journal.store("task", loaded.data)
     progress("planning", 0, 1)
     try:
         brief = loaded.brief or plan(models["planner"], task=loaded.task.task,

@@ -66,9 +66,10 @@ pre { white-space: pre-wrap; background: #f6f6f6; padding: .5rem; }
 """
 
 
-def render_html(run: DocumentRun) -> str:
+def render_html(run: DocumentRun, doc: dict[str, Any] | None = None) -> str:
+    """The report; ``doc`` is ``run.to_json()`` when the caller already has it."""
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    return env.from_string(_TEMPLATE).render(run=run, doc=run.to_json())
+    return env.from_string(_TEMPLATE).render(run=run, doc=doc or run.to_json())
 
 
 def publish(run: DocumentRun, out_dir: Path) -> Path:
@@ -79,5 +80,5 @@ def publish(run: DocumentRun, out_dir: Path) -> Path:
     if run.brief is not None:
         write_atomic(folder / "brief.json", json.dumps(
             run.brief.model_dump(mode="json"), ensure_ascii=False, indent=2).encode())
-    write_atomic(folder / "report.html", render_html(run).encode("utf-8"))
+    write_atomic(folder / "report.html", render_html(run, doc).encode("utf-8"))
     return folder
