@@ -75,4 +75,10 @@ def render(console: Console, s: Signal) -> None:
                    "not compared (solution not admissible or not reported)")
     result.add_row("claims (never evidence)", "; ".join(s.claims) or "-")
     result.add_row("obstacles accepted", "; ".join(s.obstacles) or "-")
+    result.add_row(
+        "evidence",
+        "unchecked (no ledger consulted; digests not resolved)"
+        if s.evidence_check == "unchecked"
+        else s.evidence_check,
+    )
     console.print(result)

@@ -31,7 +31,7 @@ from .rules.loader import (
     load_task_class,
 )
 from .rules.task_class import TaskClass
-from .rules.versions import BUNDLED_STORE, RulesStore, pin, rules_version
+from .rules.versions import BUNDLED_STORE, RulesStore, pin_published, rules_version
 from .signal.calculator import SignalCalculator
 from .signal.inputs import AttemptInputs
 from .signal.result import Signal
@@ -203,7 +203,7 @@ def catalogue_publish(
 
 # -- signal ---------------------------------------------------------------------------
 def _compute(
-    catalogue: Path, task_class: str, input_file: Path, started_at: str | None
+    catalogue: Path, task_class: str, input_file: Path, started_at: str | None, store: Path
 ) -> Signal:
     tc = _find(catalogue, task_class)
     try:
@@ -212,9 +212,13 @@ def _compute(
         raise InputError(f"--started-at: {started_at!r} is not an ISO 8601 time") from e
     if start.tzinfo is None:
         raise InputError("--started-at needs a timezone, for example 2026-12-01T10:00:00Z")
+    # issue 10, spec 10.5: the rules come from the published store, checked against their
+    # hashes, in the version in force when the attempt started; a catalogue file that edits a
+    # published version in place exits 3.
+    pinned = pin_published(RulesStore(store), tc, started_at=start)
     inputs = load_model(input_file, AttemptInputs)
     try:
-        return SignalCalculator(pin(tc, started_at=start)).compute(inputs)
+        return SignalCalculator(pinned).compute(inputs)
     except InputError as e:
         raise InputError(f"{input_file}: {e.message}") from e
 
@@ -225,7 +229,18 @@ InputOpt = Annotated[
 ]
 StartedOpt = Annotated[
     str | None,
-    typer.Option(help="When the attempt started (ISO 8601 with zone); pins the benchmarks."),
+    typer.Option(
+        help="When the attempt started (ISO 8601 with zone); pins the rules version and the "
+        "benchmarks in force then."
+    ),
+]
+StoreOpt = Annotated[
+    Path,
+    typer.Option(
+        "--store",
+        help="Published rules versions (default: the bundled store).",
+        envvar="TRIZ_EVAL_RULES_STORE",
+    ),
 ]
 
 
@@ -235,16 +250,21 @@ def signal_compute(
     input_file: InputOpt,
     started_at: StartedOpt = None,
     catalogue: CatalogueOpt = BUNDLED_CATALOGUE,
+    store: StoreOpt = BUNDLED_STORE,
     as_json: JsonOpt = False,
 ) -> None:
-    """Compute the signal; print S (or the full breakdown with --json)."""
-    signal = _compute(catalogue, task_class, input_file, started_at)
+    """Compute the signal; print S (or the full breakdown with --json).
+
+    No ledger is consulted, so evidence digests are not resolved: the result says
+    ``evidence: unchecked``.  Use ``attempt evaluate`` for the trusted record."""
+    signal = _compute(catalogue, task_class, input_file, started_at, store)
     if as_json:
         _emit_json(signal.to_dict())
     else:
         final = "held in escrow" if signal.final is None else format_exact(signal.final)
         out.print(
-            f"S = {format_exact(signal.value)}  outcome={signal.outcome.value}  final={final}"
+            f"S = {format_exact(signal.value)}  outcome={signal.outcome.value}  final={final}  "
+            f"evidence={signal.evidence_check}"
         )
 
 
@@ -254,9 +274,10 @@ def signal_explain(
     input_file: InputOpt,
     started_at: StartedOpt = None,
     catalogue: CatalogueOpt = BUNDLED_CATALOGUE,
+    store: StoreOpt = BUNDLED_STORE,
 ) -> None:
     """Show the transparent breakdown of spec 3.2 as tables."""
-    render(out, _compute(catalogue, task_class, input_file, started_at))
+    render(out, _compute(catalogue, task_class, input_file, started_at, store))
 
 
 def main() -> None:

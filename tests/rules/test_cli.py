@@ -44,6 +44,7 @@ SIGNAL_KEYS = {
     "reasons",
     "critical_violation",
     "verified",
+    "evidence",
     "indicators",
     "checks",
     "blocks",
@@ -170,6 +171,8 @@ def test_signal_compute_honest_example_gives_2_obtained_with_documented_keys(
     assert out["signal"]["final"] == "2"
     assert out["signal"]["preliminary"] is None  # immediate confirmation: nothing held
     assert out["outcome"] == "obtained"
+    # issue 10: no store was consulted, and the output says so.
+    assert out["evidence"] == "unchecked"
     assert out["critical_violation"] is False
     assert out["verified"] is True
     assert out["task_class"] == PILOT

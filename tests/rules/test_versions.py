@@ -70,6 +70,22 @@ def retitle(data: dict[str, Any]) -> None:
     data["title"] = data["title"] + " (revised)"
 
 
+def takes_effect(when: str, change: Callable[[dict[str, Any]], None] | None = None
+                 ) -> Callable[[dict[str, Any]], None]:
+    """``change`` plus a new ``effective_from``: spec 10.5, every new version takes effect
+    after its publication and after the version before."""
+
+    def apply(data: dict[str, Any]) -> None:
+        if change is not None:
+            change(data)
+        data["effective_from"] = when
+
+    return apply
+
+
+LATER = "2027-06-01T00:00:00Z"
+
+
 # -- the rules version ------------------------------------------------------------------
 
 
@@ -216,7 +232,7 @@ def test_old_version_stays_loadable_and_unchanged_after_an_edit(
     store = RulesStore(tmp_path)
     old_version, _ = store.publish(pilot_class, published_at=T0)
     old_bytes = (tmp_path / pilot_class.id / f"{old_version}.json").read_bytes()
-    edited = variant(pilot_class, retitle)
+    edited = variant(pilot_class, takes_effect(LATER, retitle))
     new_version, new = store.publish(edited, published_at=T0 + timedelta(days=1))
     assert new is True
     assert new_version != old_version
@@ -254,7 +270,8 @@ def test_stored_file_renamed_to_another_hash_raises_integrity_error(
 ) -> None:
     store = RulesStore(tmp_path)
     old_version, _ = store.publish(pilot_class, published_at=T0)
-    new_version, _ = store.publish(variant(pilot_class, retitle), published_at=T0)
+    new_version, _ = store.publish(variant(pilot_class, takes_effect(LATER, retitle)),
+                                   published_at=T0)
     folder = tmp_path / pilot_class.id
     os.replace(folder / f"{old_version}.json", folder / f"{new_version}.json")
     with pytest.raises(IntegrityError):
@@ -322,7 +339,7 @@ def test_changing_a_published_benchmark_version_is_refused_spec_4_4(
 ) -> None:
     store = RulesStore(tmp_path)
     version, _ = store.publish(delayed_class, published_at=T0)
-    changed = variant(delayed_class, change)
+    changed = variant(delayed_class, takes_effect(LATER, change))
     with pytest.raises(RuleError, match=r"spec 4\.4"):
         store.publish(changed, published_at=T0 + timedelta(days=1))
     # Nothing was written: the store still holds exactly the first version.
@@ -355,7 +372,8 @@ def test_new_benchmark_version_effective_after_publication_is_accepted(
 ) -> None:
     store = RulesStore(tmp_path)
     old_version, _ = store.publish(pilot_class, published_at=T0)
-    changed = variant(pilot_class, add_delivery_v2("2027-03-01T00:00:00Z"))
+    changed = variant(pilot_class, takes_effect("2027-03-01T00:00:00Z",
+                                                add_delivery_v2("2027-03-01T00:00:00Z")))
     assert (
         check_no_retrospective_change(
             pilot_class, changed, published_at=datetime(2027, 2, 1, tzinfo=UTC)
@@ -373,10 +391,26 @@ def test_unchanged_class_has_no_retrospective_problems(delayed_class: TaskClass)
     assert check_no_retrospective_change(delayed_class, delayed_class, published_at=later) == []
     assert (
         check_no_retrospective_change(
-            delayed_class, variant(delayed_class, retitle), published_at=later
+            delayed_class, variant(delayed_class, takes_effect("2030-02-01T00:00:00Z", retitle)),
+            published_at=later,
         )
         == []
     )
+
+
+def test_a_new_version_with_the_old_effective_date_is_refused_spec_10_5(
+    delayed_class: TaskClass,
+) -> None:
+    """issue 10: a changed formula, threshold, cap or escrow share takes effect like a
+    benchmark, only for attempts that start after it; the same date would reach running ones."""
+    def halve_escrow(data: dict[str, Any]) -> None:
+        data["confirmation"]["escrow_share"] = "0.25"
+
+    problems = check_no_retrospective_change(
+        delayed_class, variant(delayed_class, halve_escrow), published_at=T0
+    )
+    assert problems
+    assert any("spec 10.5" in p for p in problems)
 
 
 # -- pinning (spec 2.6, 10.5, 11.8) ------------------------------------------------------------

@@ -83,10 +83,12 @@ def test_11_3_signal_is_exactly_the_declared_formula_with_no_overall_coefficient
 )
 def test_11_4_critical_failure_is_never_offset_by_overperformance(c, failed, boost):
     """spec 11.4, 5.5: a critical violation gives S = 0 (pilot has no negative value) however
-    far any other indicator exceeds its benchmark."""
+    well every other indicator does (issue 10: values above a proportion's domain are refused,
+    so the best an indicator can show is its maximum)."""
     values = pilot_values(**c)
-    values["delivery"] = str(40 * boost) + "/40"  # over-performance far beyond the benchmark
-    values["regression"] = str(4 * boost) + "/4"
+    values["delivery"] = "40/40"
+    values["regression"] = "4/4"
+    assert boost >= 1
     signal = calculator(PILOT).compute(inputs_for(PILOT, values, failed=tuple(failed)))
     assert signal.value == 0
     assert signal.outcome is Outcome.QUALITY_VIOLATION
@@ -100,7 +102,7 @@ def test_11_4_critical_failure_is_never_offset_by_overperformance(c, failed, boo
 def test_11_4_critical_failure_takes_the_predefined_negative_value(rep, rep_boost, failed):
     """spec 7.2: where a class predefines a negative signal, a critical violation gets it."""
     values = {
-        "reproduction_fixed": f"{rep * rep_boost}/40",
+        "reproduction_fixed": f"{min(rep * rep_boost, 40)}/40",
         "regression_suite": "1",
         "p95_latency_ms": "1",
         "recurrence_free": "1",
@@ -121,10 +123,10 @@ def test_11_4_critical_failure_takes_the_predefined_negative_value(rep, rep_boos
 )
 def test_11_4_non_compensatory_blocks_never_see_each_other(cit, ev, con, over):
     """spec 7.4, 5.4: in model 3 each block is B x Perf when it reaches its threshold, else 0;
-    over-performance in one block never lifts another."""
+    one block at its best never lifts another."""
     values = {
         "citation_fidelity": f"{cit}/20",
-        "evidence_integrity": f"{ev * over}/20",  # evidence block may over-perform
+        "evidence_integrity": f"{min(ev * over, 20)}/20",
         "contradiction_free": f"{con}/20",
         "caveat_rate": "0",
     }
@@ -134,7 +136,7 @@ def test_11_4_non_compensatory_blocks_never_see_each_other(cit, ev, con, over):
         perf = Fraction(num, den)
         return perf if perf >= 1 else Fraction(0)
 
-    expected = block(cit, 20) + block(ev * over, 20) + block(con, 20)
+    expected = block(cit, 20) + block(min(ev * over, 20), 20) + block(con, 20)
     assert close(signal.value, expected)
     by_id = {b.id: b.value for b in signal.blocks}
     if cit < 20:
@@ -194,9 +196,11 @@ def test_11_6_an_uncontrollable_first_attempt_does_not_consume_the_instance():
     calc = calculator(PILOT)
     obstacle = {
         "kind": "external_tool_failure", "recorded_by": "harness", "standard_followed": True,
+        "indicators": ["delivery", "field_fidelity", "negative_rejection", "regression"],
         "description": "sandbox host lost its network namespace", "evidence": ["a" * 64],
     }
-    blocked = calc.compute(inputs_for(PILOT, pilot_values(), obstacles=(obstacle,)))
+    blocked = calc.compute(inputs_for(PILOT, {}, obstacles=(obstacle,)))
+    assert blocked.outcome is Outcome.OBJECTIVELY_IMPOSSIBLE
     done = calc.compute(inputs_for(PILOT, pilot_values()))
     assert instance_signal([blocked, done]) == done.value == 2
 
@@ -323,20 +327,23 @@ def test_11_10_a_value_from_the_wrong_source_is_not_verified():
 )
 def test_11_11_recorded_external_failure_is_neutral_not_a_penalty(override, accepted):
     """spec 11.11, 6.5: a tool failure recorded per the standard by a trusted source gives the
-    neutral signal (pilot: B); an unrecorded or self-reported one is ignored."""
+    neutral signal (pilot: B) for what it kept from being measured; an unrecorded or
+    self-reported one is ignored and the unmeasured indicators stay unverified."""
+    blocked = ["delivery", "field_fidelity", "negative_rejection"]
     obstacle = {
         "kind": "external_tool_failure", "recorded_by": "harness", "standard_followed": True,
+        "indicators": blocked,
         "description": "SMTP receiver host unavailable", "evidence": ["b" * 64], **override,
     }
-    failing = pilot_values(delivered=0, fields=0)
+    measured = {k: v for k, v in pilot_values().items() if k not in blocked}
     calc = calculator(PILOT)
-    signal = calc.compute(inputs_for(PILOT, failing, failed=("end_to_end_delivery",),
+    signal = calc.compute(inputs_for(PILOT, measured, failed=("end_to_end_delivery",),
                                      obstacles=(obstacle,)))
     if accepted:
         assert signal.outcome is Outcome.OBJECTIVELY_IMPOSSIBLE
         assert signal.value == Decimal(1)  # neutral = B
     else:
-        assert signal.outcome is Outcome.NOT_OBTAINED
+        assert signal.outcome is Outcome.NOT_VERIFIED
         assert signal.value == 0
 
 

@@ -8,6 +8,7 @@ refused, so such a term cannot be declared.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from enum import StrEnum
 from typing import Literal
 
@@ -24,15 +25,20 @@ class Threshold(Frozen):
     justification: Text
 
 
-class Cap(Frozen):
-    """An upper limit on one performance value, only with a written justification (spec 4.6)."""
+class Limit(Frozen):
+    """An upper limit on a performance value, only with a written justification (spec 4.6)."""
 
-    indicator: Identifier
     maximum: Exact = Field(gt=0)
     justification: Text
     shift_protection: Text = Field(
         description="why the cap cannot be used to shift a result to another attempt (4.6)"
     )
+
+
+class Cap(Limit):
+    """The limit on one indicator's performance (spec 4.6)."""
+
+    indicator: Identifier
 
 
 class Block(Frozen):
@@ -46,6 +52,9 @@ class Block(Frozen):
     indicators: tuple[Identifier, ...] = Field(min_length=1)
     threshold: Exact = Field(ge=0)
     justification: Text
+    cap: Limit | None = Field(
+        default=None, description="the block's performance limit; 1 when absent (spec 4.6, 5.4)"
+    )
 
 
 class Combination(Frozen):
@@ -58,6 +67,17 @@ class Combination(Frozen):
     )
     thresholds: tuple[Threshold, ...] = ()
     caps: tuple[Cap, ...] = ()
+    overall_cap: Limit | None = Field(
+        default=None,
+        description="the limit on Perf_overall; 1 when absent, so over-performance on one "
+        "indicator never pays beyond the honest maximum (spec 4.6, 5.3)",
+    )
+
+    def overall_limit(self) -> Decimal:
+        return ONE if self.overall_cap is None else self.overall_cap.maximum
+
+    def block_limit(self, block: Block) -> Decimal:
+        return ONE if block.cap is None else block.cap.maximum
 
 
 class Model(StrEnum):

@@ -7,12 +7,14 @@ refused with the specification section that forbids it.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from enum import StrEnum
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ._values import ZERO, Exact, Frozen, Identifier, Text, UtcInstant
+from ._values import ONE, ZERO, Exact, Frozen, Identifier, Text, UtcInstant
+from .vocabulary import IMPRESSION_TERMS, PROXY_TERMS, find_term
 
 
 class SourceKind(StrEnum):
@@ -81,8 +83,71 @@ class IntervalRule(Frozen):
     tolerance_above: Exact = Field(gt=0)
 
 
-#: Words that, used as a measurement method, say that no measurement exists (spec 3.8, 11.12).
-_IMPRESSION_WORDS = ("impression", "subjective", "gut feel", "overall feeling", "vibe", "opinion")
+class DomainKind(StrEnum):
+    """What values an indicator's raw measurement can take (issue 10, spec 5.3, 4.6)."""
+
+    PROPORTION = "proportion"  # a share: [0, 1]
+    COUNT = "count"  # a whole number >= 0, unbounded above
+    NON_NEGATIVE = "non_negative"  # a quantity >= 0 (time, size), unbounded above
+    RANGE = "range"  # a bounded interval [low, high] stated by the class
+
+
+class Domain(Frozen):
+    """The declared domain of an indicator's raw value.
+
+    A value outside it is refused, never clamped: a proportion of 100 would hide a 98 % loss
+    elsewhere in a product, and two negative proportions would multiply into a bonus.
+    """
+
+    kind: DomainKind
+    low: Exact | None = None
+    high: Exact | None = None
+
+    @model_validator(mode="after")
+    def _bounds_match_kind(self) -> Domain:
+        if self.kind is DomainKind.RANGE:
+            if self.low is None or self.high is None or self.low >= self.high:
+                raise ValueError("a range domain needs low < high")
+        elif self.low is not None or self.high is not None:
+            raise ValueError(f"a {self.kind.value} domain has fixed bounds; give no low/high")
+        return self
+
+    @property
+    def lowest(self) -> Decimal:
+        if self.kind is DomainKind.RANGE:
+            assert self.low is not None
+            return self.low
+        return ZERO
+
+    @property
+    def highest(self) -> Decimal | None:
+        """The upper bound, or None when the domain is unbounded above."""
+        if self.kind is DomainKind.PROPORTION:
+            return ONE
+        if self.kind is DomainKind.RANGE:
+            return self.high
+        return None
+
+    @property
+    def integral(self) -> bool:
+        return self.kind is DomainKind.COUNT
+
+    def describe(self) -> str:
+        if self.kind is DomainKind.PROPORTION:
+            return "proportion [0, 1]"
+        if self.kind is DomainKind.COUNT:
+            return "count (a whole number >= 0)"
+        if self.kind is DomainKind.NON_NEGATIVE:
+            return "non-negative quantity (>= 0)"
+        return f"range [{self.low}, {self.high}]"
+
+    def contains(self, value: Decimal) -> bool:
+        if value < self.lowest:
+            return False
+        highest = self.highest
+        if highest is not None and value > highest:
+            return False
+        return not self.integral or value == value.to_integral_value()
 
 
 class Indicator(Frozen):
@@ -92,6 +157,7 @@ class Indicator(Frozen):
     name: Text
     unit: Text
     direction: Direction
+    domain: Domain = Field(description="the values the raw measurement can take (issue 10)")
     decrease_rule: DecreaseRule | None = None
     interval_rule: IntervalRule | None = None
     source: Identifier = Field(description="id of the trusted source producing the raw value")
@@ -101,15 +167,26 @@ class Indicator(Frozen):
     @field_validator("measurement_method")
     @classmethod
     def _method_is_a_measurement(cls, value: str) -> str:
-        lowered = value.lower()
-        for word in _IMPRESSION_WORDS:
-            if word in lowered:
-                # spec 3.8 / 7.6 / 11.12: an impression is not a measurement method.
-                raise ValueError(
-                    f"spec 3.8/11.12: {word!r} is not a measurement method; an unmeasurable "
-                    "characteristic gets no variable reward"
-                )
+        term = find_term(value, IMPRESSION_TERMS)
+        if term is not None:
+            # spec 3.8 / 7.6 / 11.12: an impression is not a measurement method.
+            raise ValueError(
+                f"spec 3.8/11.12: the method reads as {term.name} ({value!r}), not a "
+                "measurement; an unmeasurable characteristic gets no variable reward"
+            )
         return value
+
+    @model_validator(mode="after")
+    def _not_a_proxy(self) -> Indicator:
+        for field in ("id", "name", "unit", "measurement_method"):
+            term = find_term(str(getattr(self, field)), PROXY_TERMS)
+            if term is not None:
+                # spec 3.3, 11.9: a proxy may not be substituted for the result.
+                raise ValueError(
+                    f"spec 3.3: indicator {self.id!r} measures a proxy ({term.name}, in its "
+                    f"{field}); reward the result itself"
+                )
+        return self
 
     @model_validator(mode="after")
     def _rule_matches_direction(self) -> Indicator:

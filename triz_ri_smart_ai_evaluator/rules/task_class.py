@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from ._values import Frozen, Identifier, Text
+from ._values import DECIMAL_CONTEXT as CTX
+from ._values import ONE, ZERO, Frozen, Identifier, Text, UtcInstant
 from .checklist import ChecklistItem, Effect, SelfCheck
 from .formula import Combination, Confirmation, Formula, Model
 from .indicators import Benchmark, Direction, Indicator, TrustedSource
@@ -60,6 +62,10 @@ class TaskClass(Frozen):
 
     id: Identifier
     title: Text
+    effective_from: UtcInstant = Field(
+        description="when this version's formula, thresholds, caps and escrow take effect; "
+        "an attempt is judged by the version in force when it started (spec 10.5)"
+    )
     functions: tuple[Function, ...] = Field(min_length=1)
     result: Text
     sources: tuple[TrustedSource, ...] = Field(min_length=1)
@@ -99,12 +105,52 @@ class TaskClass(Frozen):
                 return bm
         raise KeyError(indicator_id)
 
+    def max_performance(self, indicator_id: str) -> Decimal | None:
+        """The largest Perf an indicator can reach under its domain, benchmarks and cap, or None
+        when it is unbounded (issue 10, spec 4.6)."""
+        ind = self.indicator(indicator_id)
+        caps = [c.maximum for c in self.combination.caps if c.indicator == indicator_id]
+        cap = caps[0] if caps else None
+        reach = _uncapped_max_performance(ind, self.benchmark(indicator_id))
+        if reach is None:
+            return cap
+        return reach if cap is None else min(reach, cap)
+
+    def honest_maximum(self) -> Decimal:
+        """The largest signal any attempt can earn under this class: the ceiling the property
+        tests hold every input to (issue 10).  K is at most 1 and every Perf_overall or block
+        performance is limited by its cap (1 unless the class declares one, spec 4.6)."""
+        base = self.formula.base_unit
+        comb = self.combination
+        if self.formula.model is Model.NON_COMPENSATORY_SUM:
+            return sum((CTX.multiply(base, comb.block_limit(b)) for b in comb.blocks), ZERO)
+        # model 1: B + B x Perf; model 2: B x K + B x Perf with K <= 1.
+        return CTX.add(base, CTX.multiply(base, comb.overall_limit()))
+
     def rewarded_indicators(self) -> tuple[str, ...]:
         """Indicators that move the variable reward (spec 11.2 asks each to be controllable)."""
         ids = list(self.combination.multiplied)
         for block in self.combination.blocks:
             ids.extend(i for i in block.indicators if i not in ids)
         return tuple(ids)
+
+
+def _uncapped_max_performance(ind: Indicator, bm: Benchmark) -> Decimal | None:
+    if ind.direction is Direction.INTERVAL:
+        return ONE
+    domain = ind.domain
+    if ind.direction is Direction.INCREASE:
+        highest = domain.highest
+        smallest = min(v.value for v in bm.versions if v.value is not None)
+        return None if highest is None else CTX.divide(highest, smallest)
+    # decrease: Perf = E / F for F > 0, the declared value at F = 0 (spec 1.6).
+    assert ind.decrease_rule is not None
+    largest = max(v.value for v in bm.versions if v.value is not None)
+    at_zero = ind.decrease_rule.perf_at_zero
+    lowest_positive = domain.lowest if domain.lowest > ZERO else (ONE if domain.integral else None)
+    if lowest_positive is None:
+        return None
+    return max(at_zero, CTX.divide(largest, lowest_positive))
 
 
 def _dotted(path: Path) -> str:
@@ -155,6 +201,7 @@ def find_problems(tc: TaskClass) -> Iterator[Problem]:
 
     yield from _benchmark_problems(tc, known)
     yield from _combination_problems(tc, known)
+    yield from _domain_problems(tc, known)
     for n, late in enumerate(tc.confirmation.late_indicators):
         if late not in known:
             yield Problem(("confirmation", "late_indicators", n), f"unknown indicator {late!r}")
@@ -179,6 +226,31 @@ def _benchmark_problems(tc: TaskClass, known: set[str]) -> Iterator[Problem]:
                     f"indicator {bm.indicator!r} is {tc.indicator(bm.indicator).direction}: "
                     f"its benchmark needs {want}",
                 )
+
+
+def _domain_problems(tc: TaskClass, known: set[str]) -> Iterator[Problem]:
+    benchmarked = {b.indicator for b in tc.benchmarks}
+    rewarded = set(tc.rewarded_indicators())
+    for n, ind in enumerate(tc.indicators):
+        if ind.id not in benchmarked:
+            continue  # reported by _benchmark_problems
+        for m, version in enumerate(tc.benchmark(ind.id).versions):
+            for value in (version.value, version.low, version.high):
+                if value is not None and not ind.domain.contains(value):
+                    yield Problem(
+                        ("benchmarks", [b.indicator for b in tc.benchmarks].index(ind.id),
+                         "versions", m),
+                        f"benchmark {value} of {ind.id!r} is outside its domain "
+                        f"{ind.domain.describe()}",
+                    )
+        if ind.id in rewarded and tc.max_performance(ind.id) is None:
+            # issue 10, spec 4.6, 5.3: an unbounded Perf in a product or block could hide a
+            # failure elsewhere; it needs a cap with its justification.
+            yield Problem(
+                ("indicators", n, "domain"),
+                f"spec 4.6: the performance of {ind.id!r} is unbounded under its domain "
+                f"{ind.domain.describe()}; declare a cap with its justification",
+            )
 
 
 def _combination_problems(tc: TaskClass, known: set[str]) -> Iterator[Problem]:

@@ -87,6 +87,12 @@ def pin(tc: TaskClass, *, started_at: datetime, version: str | None = None) -> P
                 f"{bm.versions[0].effective_from.isoformat()}"
             )
         chosen[bm.indicator] = in_force[-1]
+    if tc.effective_from > started_at:
+        # spec 10.5: rules apply only to attempts that start after they take effect.
+        raise RuleError(
+            f"spec 10.5: the rules of {tc.id} take effect {tc.effective_from.isoformat()}, "
+            f"after the attempt started at {started_at.isoformat()}"
+        )
     return PinnedRules(tc, version or rules_version(tc), MappingProxyType(chosen))
 
 
@@ -100,6 +106,17 @@ def check_no_retrospective_change(
     already started.
     """
     problems: list[str] = []
+    if new == previous:
+        return problems
+    if new.effective_from <= previous.effective_from or new.effective_from <= published_at:
+        # spec 10.5: formulas, thresholds, caps and escrow shares change only for attempts that
+        # start after the new version takes effect; a version that took effect at once, or with
+        # the date of the one before, would change the rules of attempts already running.
+        problems.append(
+            f"spec 10.5: the new version takes effect {new.effective_from.isoformat()}; it must "
+            f"take effect after its publication ({published_at.isoformat()}) and after the "
+            f"version before ({previous.effective_from.isoformat()})"
+        )
     old = {b.indicator: b for b in previous.benchmarks}
     kept = {b.indicator for b in new.benchmarks}
     for gone in sorted(set(old) - kept):
@@ -178,6 +195,28 @@ class RulesStore:
             raise IntegrityError(f"{path}: published rules are not in canonical form")
         return tc
 
+    def in_force(self, class_id: str, started_at: datetime) -> tuple[str, TaskClass]:
+        """The published version in force for an attempt that started at ``started_at``: the
+        latest whose ``effective_from`` is not after it (spec 10.5, 11.7).  Every version read
+        is checked against its hash.  Raises RuleError when none is in force yet."""
+        chosen: tuple[str, TaskClass] | None = None
+        for record in self.history(class_id):
+            version = str(record["version"])
+            tc = self.load(class_id, version)
+            if tc.effective_from <= started_at and (
+                chosen is None or tc.effective_from >= chosen[1].effective_from
+            ):
+                chosen = (version, tc)
+        if chosen is None:
+            first = min((self.load(class_id, str(r["version"])).effective_from
+                         for r in self.history(class_id)), default=None)
+            raise RuleError(
+                f"spec 2.6, 10.5: no published rules of {class_id} were in force at "
+                f"{started_at.isoformat()}"
+                + (f"; the first take effect {first.isoformat()}" if first else "")
+            )
+        return chosen
+
     def latest(self, class_id: str) -> tuple[str, TaskClass] | None:
         """The most recently published version of a class, or None."""
         records = self.history(class_id)
@@ -212,3 +251,57 @@ class RulesStore:
             f.flush()
             os.fsync(f.fileno())
         return version, True
+
+
+def pin_published(
+    store: RulesStore, tc: TaskClass, *, started_at: datetime
+) -> PinnedRules:
+    """Pin the published rules in force at ``started_at`` for the class that ``tc`` (read from
+    a catalogue file) declares, after checking the file against what was published.
+
+    A file that changes a published version in place (a benchmark, formula, threshold, cap or
+    escrow share under a version label that was already published) raises IntegrityError: it
+    would be used under the old label (issue 10, spec 4.4, 10.5).  A valid successor that is not
+    yet published raises RuleError: publish it first.  Unknown classes raise RuleError.
+    """
+    records = store.history(tc.id)
+    if not records:
+        raise RuleError(
+            f"{tc.id}: no rules version is published in {store.root}; publish it first "
+            "(triz-eval catalogue publish --store DIR)"
+        )
+    version = rules_version(tc)
+    if version not in {str(r["version"]) for r in records}:
+        latest = store.latest(tc.id)
+        assert latest is not None
+        last_published = datetime.fromisoformat(str(records[-1]["published_at"]))
+        changed = check_no_retrospective_change(latest[1], tc, published_at=last_published)
+        if changed:
+            raise IntegrityError(
+                f"{tc.id}: the catalogue file differs from the published rules "
+                f"{latest[0][:12]} in place: " + "; ".join(changed)
+            )
+        raise RuleError(
+            f"{tc.id}: rules version {version[:12]} of the catalogue file is not published; "
+            "publish it first (triz-eval catalogue publish)"
+        )
+    chosen_version, chosen = store.in_force(tc.id, started_at)
+    return pin(chosen, started_at=started_at, version=chosen_version)
+
+
+def rules_from_canonical(text: str | bytes, version: str) -> TaskClass:
+    """The task class recorded as canonical JSON under ``version`` (in a ledger event, a
+    service request), checked against its hash before it is used.
+
+    Raises IntegrityError when the bytes do not hash to ``version`` or are not canonical.
+    """
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    if sha256_hex(data) != version:
+        raise IntegrityError(f"recorded rules do not match their version {version[:12]}")
+    try:
+        tc = TaskClass.model_validate(json.loads(data))
+    except (ValueError, ValidationError) as e:
+        raise IntegrityError(f"recorded rules {version[:12]} no longer validate: {e}") from e
+    if canonical_rules(tc) != data:
+        raise IntegrityError(f"recorded rules {version[:12]} are not in canonical form")
+    return tc

@@ -4,12 +4,22 @@ No I/O, no clock, no randomness, no attempt id (DESIGN: the same rule for the sa
 All arithmetic is Decimal in the project's one context, so the same inputs give the same bits on
 every machine (spec 10.2).  The order of the decision follows the specification:
 
-1. a recorded, uncontrollable obstacle gives the neutral signal (6.5, 11.11);
-2. a verified critical violation gives the predefined negative value or 0 (5.5, 7.2);
+1. a verified critical violation gives the predefined negative value or 0 (5.5, 7.2), whatever
+   else was recorded: no obstacle, over-performance or claim offsets it;
+2. an uncontrollable obstacle recorded by a trusted source with evidence neutralises the
+   indicators it names (6.5, 11.11): when every rewarded indicator left unmeasured is named by
+   one, the outcome is objectively impossible and S is the neutral signal, or 0 while a critical
+   item or a self-check is itself unverified (fail closed);
 3. anything unverified gives no positive signal and says so, never a silent zero (6.7, 6.8);
 4. an omitted mandatory self-check makes the solution inadmissible (6.9, 9.18, 11.19);
 5. a failed gate gives 0 (5.4); K below the mandatory level gives 0 or the negative value (7.2);
-6. only then performance, thresholds (4.5), caps (4.6) and the model's formula (7.2-7.4);
+6. only then performance, thresholds (4.5), caps (4.6) and the model's formula (7.2-7.4); each
+   block's and the overall performance are limited to 1 unless the class declares a cap, so no
+   input pays more than the class's honest maximum (issue 10).
+
+Inputs outside the rules are refused with InputError, never clamped: a value outside its
+indicator's domain, a degree on a critical or gate item (pass/fail only), a negative cost, an id
+the class does not declare.
 7. costs are shown only for an admissible solution (3.7).
 """
 
@@ -25,7 +35,7 @@ from ..rules.checklist import Effect
 from ..rules.formula import Model, Neutral
 from ..rules.indicators import BenchmarkVersion, Direction, Indicator
 from ..rules.versions import PinnedRules
-from .inputs import AttemptInputs, ItemState, Measurement, SelfCheckState
+from .inputs import AttemptInputs, ItemState, Measurement, Obstacle, SelfCheckState
 from .result import BlockLine, CheckLine, IndicatorLine, Outcome, Signal, Status
 
 _VERIFIED = Status.VERIFIED
@@ -100,10 +110,11 @@ def _classify(
         elif c.status is not _VERIFIED:
             unverified.append(f"check {c.id}: {c.status.value}")
         elif kind == "critical":
-            if c.state == "failed":
+            # issue 10: "not failed" is never "passed"; only an explicit pass counts.
+            if c.state != "passed":
                 failed_critical.append(c.id)
         elif kind == "gate":
-            if c.state == "failed":
+            if c.state != "passed":
                 failed_gates.append(c.id)
         elif c.score is not None:
             quality.append(c.score)
@@ -149,6 +160,21 @@ class SignalCalculator:
         self._rewarded = frozenset(tc.rewarded_indicators())
         self._minimum = {t.indicator: t.minimum for t in tc.combination.thresholds}
         self._cap = {c.indicator: c.maximum for c in tc.combination.caps}
+        self._overall_limit = tc.combination.overall_limit()
+        self._block_limits = tuple(tc.combination.block_limit(b) for b in tc.combination.blocks)
+        # Per indicator: (lowest, highest or None, whole numbers only, description).
+        self._domains = {
+            ind.id: (
+                ind.domain.lowest,
+                ind.domain.highest,
+                ind.domain.integral,
+                ind.domain.describe(),
+            )
+            for ind in tc.indicators
+        }
+        self._pass_fail_items = frozenset(
+            i.id for i in tc.checklist if i.effect is not Effect.QUALITY
+        )
         # Per indicator: what the hot loop needs, with the constant head of its IndicatorLine.
         self._indicators = tuple(
             (
@@ -212,6 +238,38 @@ class SignalCalculator:
         extra_costs = sorted(k for k in inputs.costs if k != self._cost_id)
         if extra_costs:
             raise InputError(f"{self._tc.id}: cost {extra_costs[0]!r} is not the class's cost C")
+        for cost_id, cost in inputs.costs.items():
+            if cost < ZERO:
+                raise InputError(f"costs.{cost_id}: {cost} is negative; a cost is >= 0 (spec 3.7)")
+        for n, obstacle in enumerate(inputs.obstacles):
+            for ind_id in obstacle.indicators:
+                if ind_id not in self._indicator_ids:
+                    raise InputError(
+                        f"obstacles.{n}.indicators: {ind_id!r} is not an indicator of "
+                        f"{self._tc.id}"
+                    )
+        for item_id, state in inputs.checklist.items():
+            if state.state == "degree" and item_id in self._pass_fail_items:
+                # issue 10, spec 5.4, 5.5: a critical requirement or a gate is met or not; a
+                # degree (0 included) would let "not failed" pass for "passed".
+                raise InputError(
+                    f"checklist.{item_id}.state: 'degree' is not allowed; a critical or gate "
+                    "item is 'passed' or 'failed' (spec 5.4, 5.5)"
+                )
+        domains = self._domains
+        for ind_id, m in inputs.measurements.items():
+            lowest, highest, integral, text = domains[ind_id]
+            value = m.value
+            if (
+                value < lowest
+                or (highest is not None and value > highest)
+                or (integral and value != value.to_integral_value())
+            ):
+                # issue 10: refused, never clamped; a clamp would hide the input's error.
+                raise InputError(
+                    f"measurements.{ind_id}.value: {value} is outside the domain of "
+                    f"{ind_id!r}, {text}"
+                )
 
     @staticmethod
     def _status(record: Measurement | ItemState | SelfCheckState | None, source: str) -> Status:
@@ -253,16 +311,16 @@ class SignalCalculator:
                 CTX.subtract(value, held),
             )
 
-        if obstacles:
-            # spec 6.5, 11.11: a recorded external obstacle is not poor performance.
-            reasons.append("uncontrollable obstacle recorded by a trusted source")
-            neutral = self._base if self._formula.neutral is Neutral.BASE else ZERO
-            return finish(Outcome.OBJECTIVELY_IMPOSSIBLE, neutral)
-
         failed_critical, unverified_checks, omitted, failed_gates, quality = _classify(checks)
         if failed_critical:
+            # spec 5.5 before 6.5: a verified critical violation is never neutralised.
             reasons.extend(f"critical violation: {i}" for i in failed_critical)
             return finish(Outcome.QUALITY_VIOLATION, self._negative, critical=True)
+
+        if obstacles:
+            neutral = self._neutralised(inputs, lines, checks, reasons)
+            if neutral is not None:
+                return finish(Outcome.OBJECTIVELY_IMPOSSIBLE, neutral)
 
         unverified = [
             f"indicator {line.id}: {line.status.value}"
@@ -304,6 +362,10 @@ class SignalCalculator:
         overall = ZERO if any(i in below for i in self._tc.combination.multiplied) else (
             _product(factors)
         )
+        if overall > self._overall_limit:
+            # spec 4.6, 5.3: over-performance is limited; the honest maximum holds.
+            reasons.append(f"Perf_overall limited to {format_exact(self._overall_limit)}")
+            overall = self._overall_limit
         variable = CTX.multiply(self._base, overall)
         if self._formula.model is Model.GATE:
             value = CTX.add(self._base, variable)
@@ -321,8 +383,10 @@ class SignalCalculator:
 
     def _blocks(self, perf: Mapping[str, Decimal], below: list[str]) -> tuple[BlockLine, ...]:
         out = []
-        for block in self._tc.combination.blocks:
-            p = _product([perf[i] for i in block.indicators])
+        for block, limit in zip(self._tc.combination.blocks, self._block_limits, strict=True):
+            # spec 5.4, 4.6: a block is limited to its cap (1 unless declared), so one block
+            # far above its benchmark cannot outweigh a failed block.
+            p = min(_product([perf[i] for i in block.indicators]), limit)
             reached = p >= block.threshold and not any(i in below for i in block.indicators)
             value = CTX.multiply(self._base, p) if reached else ZERO
             out.append(BlockLine(block.id, p, block.threshold, value))
@@ -405,18 +469,69 @@ class SignalCalculator:
             out.append(line)
         return tuple(out)
 
+    def _neutralised(
+        self,
+        inputs: AttemptInputs,
+        lines: tuple[IndicatorLine, ...],
+        checks: tuple[CheckLine, ...],
+        reasons: list[str],
+    ) -> Decimal | None:
+        """The neutral signal when accepted obstacles name every rewarded indicator left
+        unmeasured (spec 6.5, 11.11); None when the obstacles neutralise nothing."""
+        unmeasured = [
+            line.id for line in lines if line.status is not _VERIFIED and line.id in self._rewarded
+        ]
+        if not unmeasured:
+            return None  # everything was measured: the measured result stands
+        covered = self._covered(inputs)
+        uncovered = [i for i in unmeasured if i not in covered]
+        if uncovered:
+            reasons.append(f"obstacle does not name {', '.join(uncovered)}; not neutralised")
+            return None
+        # spec 6.5, 11.11: what the obstacle kept from being measured is not poor work.
+        reasons.append(
+            "uncontrollable obstacle recorded by a trusted source kept "
+            f"{', '.join(unmeasured)} from being measured"
+        )
+        if not self._admissible(checks):
+            reasons.append(
+                "neutral signal withheld: a critical item or mandatory self-check is not verified"
+            )
+            return ZERO
+        return self._base if self._formula.neutral is Neutral.BASE else ZERO
+
+    def _is_accepted(self, obstacle: Obstacle) -> bool:
+        # spec 6.5: only an obstacle recorded by a trusted source of this class, with evidence,
+        # and with the prescribed standard of action followed, is accepted.
+        return (
+            obstacle.recorded_by in self._sources
+            and bool(obstacle.evidence)
+            and obstacle.standard_followed
+        )
+
     def _accepted_obstacles(self, inputs: AttemptInputs) -> tuple[str, ...]:
-        accepted = []
-        for obstacle in inputs.obstacles:
-            # spec 6.5: only an obstacle recorded by a trusted source, with evidence, and with the
-            # prescribed standard of action followed, is accepted.  Anything else is ignored.
-            if (
-                obstacle.recorded_by in self._sources
-                and obstacle.evidence
-                and obstacle.standard_followed
-            ):
-                accepted.append(f"{obstacle.kind.value} (recorded by {obstacle.recorded_by})")
-        return tuple(accepted)
+        return tuple(
+            f"{o.kind.value} (recorded by {o.recorded_by}; affects {', '.join(o.indicators)})"
+            for o in inputs.obstacles
+            if self._is_accepted(o)
+        )
+
+    def _covered(self, inputs: AttemptInputs) -> frozenset[str]:
+        """The indicators named by accepted obstacles."""
+        return frozenset(
+            i for o in inputs.obstacles if self._is_accepted(o) for i in o.indicators
+        )
+
+    @staticmethod
+    def _admissible(checks: tuple[CheckLine, ...]) -> bool:
+        """Every critical item verified passed and every self-check verified performed: only
+        then is the neutral signal for admissible compliance paid (spec 3.8, 6.5)."""
+        for c in checks:
+            if c.kind == "critical" and (c.status is not _VERIFIED or c.state != "passed"):
+                return False
+            if c.kind == "self_check" and c.state != "performed":
+                return False
+        return True
 
 
 def compute_signal(pinned: PinnedRules, inputs: AttemptInputs) -> Signal:

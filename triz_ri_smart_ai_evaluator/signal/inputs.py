@@ -69,9 +69,14 @@ class ObstacleKind(StrEnum):
 
 
 class Obstacle(Frozen):
-    """An obstacle recorded by a trusted source, and whether the standard for it was followed."""
+    """An obstacle recorded by a trusted source, and whether the standard for it was followed.
+
+    It names the indicators it kept from being measured: it may neutralise only those (spec
+    6.5), never a verified critical violation (5.5) or an indicator it does not name.
+    """
 
     kind: ObstacleKind
+    indicators: tuple[Identifier, ...] = Field(min_length=1)
     recorded_by: Identifier
     description: Text
     standard_followed: bool

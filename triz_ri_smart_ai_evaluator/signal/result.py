@@ -136,6 +136,9 @@ class Signal(NamedTuple):
     delayed: bool
     held: Decimal
     payable_now: Decimal
+    #: "unchecked" when computed without a store (``signal compute``); "resolved" when every
+    #: evidence digest was resolved against the trusted record before computing (issue 10).
+    evidence_check: str = "unchecked"
 
     @property
     def final(self) -> Decimal | None:
@@ -161,6 +164,7 @@ class Signal(NamedTuple):
             "reasons": list(self.reasons),
             "critical_violation": self.critical_violation,
             "verified": self.verified,
+            "evidence": self.evidence_check,
             "indicators": [line.to_dict() for line in self.indicators],
             "checks": [line.to_dict() for line in self.checks],
             "blocks": [line.to_dict() for line in self.blocks],
