@@ -363,8 +363,8 @@ class SignalCalculator:
             _product(factors)
         )
         if overall > self._overall_limit:
-            # spec 4.6, 5.3: over-performance is limited; the honest maximum holds.
-            reasons.append(f"Perf_overall limited to {format_exact(self._overall_limit)}")
+            # spec 4.6, 5.3: over-performance is limited; the honest maximum holds.  The
+            # breakdown shows the limited Perf_overall beside each indicator's own Perf.
             overall = self._overall_limit
         variable = CTX.multiply(self._base, overall)
         if self._formula.model is Model.GATE:
