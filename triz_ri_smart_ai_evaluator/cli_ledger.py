@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ._io import load_model, read_document
+from ._io import load_model, read_document, write_atomic
 from .errors import InputError, IntegrityError
 from .ledger import attempts as attempt_log
 from .ledger.log import (
@@ -33,7 +33,7 @@ from .ledger.recompute import recompute_ledger
 from .ledger.witness import WitnessStore
 from .rules.loader import BUNDLED_CATALOGUE, load_catalogue
 from .rules.versions import pin
-from .signal.inputs import AttemptInputs
+from .signal.inputs import AttemptInputs, Measurement
 
 ledger_app = typer.Typer(help="The tamper-evident ledger: init, verify, recompute, proofs.")
 witness_app = typer.Typer(help="An independent witness that cosigns consistent checkpoints.")
@@ -293,11 +293,57 @@ def attempt_show(
     out.print(table)
 
 
+#: The provenance register's actor when the command line submits confirmations to it.
+CLI_REGISTER_ACTOR = "evaluator-cli"
+LATE_SHAPE = (
+    '{"values": {indicator: {value, source, evidence}}, "confirmations": [{source, attempt, '
+    'content, issued_at, signature}, ...]}'
+)
+
+
+def _read_late(
+    path: Path, attempt_id: str
+) -> tuple[dict[str, Any], dict[str, Measurement], list[Any]]:
+    """The late file's values (as given and as measurements) and signed confirmations.
+    Raises InputError."""
+    # Imported here: the provenance package pulls in MinHash (numpy), which the other ledger
+    # commands do not need at start-up.
+    from .provenance.confirmation import Confirmation  # noqa: PLC0415
+
+    document = read_document(path)
+    if not isinstance(document, dict) or set(document) != {"values", "confirmations"}:
+        raise InputError(f"{path}: a late file is {LATE_SHAPE}")
+    values, raw = document["values"], document["confirmations"]
+    if not isinstance(values, dict) or not values:
+        raise InputError(f"{path}: values must map each late indicator to its measurement")
+    if not isinstance(raw, list) or not raw:
+        raise InputError(f"{path}: confirmations must list the control source's signed "
+                         "confirmations (see 'triz-eval escrow sign-confirmation')")
+    try:
+        measurements = attempt_log.parse_late(values)
+        confirmations = [Confirmation.from_payload(c) for c in raw]
+    except InputError as e:
+        raise InputError(f"{path}: {e.message}") from e
+    for c in confirmations:
+        if c.attempt != attempt_id:
+            raise InputError(f"{path}: a confirmation is about attempt {c.attempt!r}, "
+                             f"not {attempt_id!r}")
+    return values, measurements, confirmations
+
+
+def _decisions(entries: list[Any]) -> list[dict[str, Any]]:
+    return [{"receipt": e.receipt, "confirmation": e.id, "source": e.source,
+             "status": e.status.value, "reasons": [r.value for r in e.reasons],
+             "echo_collision": e.echo_collision} for e in entries]
+
+
 @escrow_app.command("settle")
 def escrow_settle(
     attempt_id: Annotated[str, typer.Argument(help="Attempt id.")],
     late: Annotated[
-        Path | None, typer.Option(help="Late values: {indicator: measurement}.")
+        Path | None,
+        typer.Option(help=f"Late file: {LATE_SHAPE}.  Each evidence digest must be a stored "
+                          "blob or a listed confirmation's content digest."),
     ] = None,
     deadline_passed: Annotated[
         bool, typer.Option(help="No control event by the deadline.")
@@ -305,15 +351,107 @@ def escrow_settle(
     db: DbOpt = DEFAULT_DB,
     keys: KeysOpt = DEFAULT_KEYS,
 ) -> None:
-    """Release or adjust an attempt's escrow under the rules it started with (spec 10.6)."""
+    """Release or adjust an attempt's escrow under the rules it started with (spec 10.6).
+
+    With --late, the file carries the late values and the control source's signed
+    confirmations (the shape of the service's confirmation payload; 'escrow sign-confirmation'
+    makes one).  Each is submitted to the provenance register over this ledger and recorded
+    whatever its decision (spec 9.15, 1.22); a late value settles only when a confirmation the
+    register accepted backs it (same source, content digest among the value's evidence), or an
+    authenticated echo collision does and the value lowers the signal (spec 8.14, 9.16).  A
+    digest that resolves to nothing stops the command before anything is written (exit 3).
+    """
     if (late is None) == (not deadline_passed):
         raise InputError("give exactly one of --late FILE or --deadline-passed")
-    values = read_document(late) if late is not None else None
-    if values is not None and not isinstance(values, dict):
-        raise InputError(f"{late}: expected a mapping of indicator to measurement")
+    if late is None:
+        ledger = open_sqlite_ledger(db, keys)
+        try:
+            result = attempt_log.settle(ledger, attempt_id, late=None, at=datetime.now(UTC))
+        finally:
+            ledger.close()
+        _emit(result.to_dict())
+        return
+    from .provenance.register import ProvenanceRegister  # noqa: PLC0415 (see _read_late)
+
+    values, measurements, confirmations = _read_late(late, attempt_id)
     ledger = open_sqlite_ledger(db, keys)
     try:
-        result = attempt_log.settle(ledger, attempt_id, late=values, at=datetime.now(UTC))
+        # Everything that can be refused without the register is refused before it writes.
+        attempt_log.verify_settleable(ledger, attempt_id)
+        attempt_log.verify_late_evidence(
+            ledger, measurements, pending=frozenset(c.content_sha256 for c in confirmations))
+        # The same register the service keeps over its ledger (service/runtime.py).
+        register = ProvenanceRegister(ledger, actor=CLI_REGISTER_ACTOR)
+        entries = [register.submit_confirmation(c) for c in confirmations]
+        try:
+            result = attempt_log.settle(ledger, attempt_id, late=values, at=datetime.now(UTC),
+                                        provenance=register)
+        except IntegrityError as e:
+            recorded = "; ".join(
+                f"{d['receipt'][:12]} {d['status']}"
+                + (f" ({', '.join(d['reasons'])})" if d["reasons"] else "")
+                for d in _decisions(entries))
+            raise IntegrityError(f"{e.message}; the register recorded {recorded}") from e
+        collisions = ledger.attempt_events(attempt_id)[-1].data.get("echo_collision", [])
     finally:
         ledger.close()
-    _emit(result.to_dict())
+    _emit({**result.to_dict(), "confirmations": _decisions(entries),
+           "echo_collision": collisions})
+
+
+@escrow_app.command("sign-confirmation")
+def escrow_sign_confirmation(
+    key: Annotated[Path, typer.Option(
+        "--key", help="The source's Ed25519 private key: base64 of its 32-byte seed, as "
+                      "'service init' writes under principals/.")],
+    source: Annotated[str, typer.Option(
+        "--source", help="The source's id in the provenance register.")],
+    attempt_id: Annotated[str, typer.Option("--attempt", help="The attempt it is about.")],
+    content: Annotated[Path, typer.Option(
+        "--content", help="What the source states: a .json file is signed as structured "
+                          "content, any other file as its UTF-8 text.")],
+    issued_at: Annotated[str | None, typer.Option(
+        "--issued-at", help="When the source issued it, ISO 8601 with a time zone "
+                            "(default: now).")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "--out", help="Write the confirmation here (atomically) instead of to stdout.")] = None,
+) -> None:
+    """For the trusted source: sign a confirmation for 'escrow settle --late' (spec 9.15).
+
+    Prints (or writes) {source, attempt, content, issued_at, signature}, the shape the service's
+    trusted port also takes.  The signature covers the source, attempt, issue time and the
+    SHA-256 of the content's canonical JSON, which is the digest a late value cites as its
+    evidence; with --out, that digest is printed.
+    """
+    from .provenance.confirmation import sign_confirmation  # noqa: PLC0415 (see _read_late)
+    from .service.config import load_principal_key  # noqa: PLC0415
+
+    signing_key = load_principal_key(key)
+    stated: Any
+    if content.suffix.lower() == ".json":
+        stated = read_document(content)
+    else:
+        try:
+            stated = content.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"{content}: cannot read: {e}") from e
+    when = datetime.now(UTC)
+    if issued_at is not None:
+        try:
+            when = datetime.fromisoformat(issued_at)
+        except ValueError as e:
+            raise InputError(f"--issued-at {issued_at!r} is not an ISO 8601 time") from e
+        if when.tzinfo is None:
+            raise InputError(f"--issued-at {issued_at!r} needs a time zone (e.g. Z)")
+    try:
+        confirmation = sign_confirmation(signing_key, source=source, attempt=attempt_id,
+                                         content=stated, issued_at=when)
+    except InputError as e:
+        raise InputError(f"{content}: {e.message}") from e
+    text = json.dumps(confirmation.to_payload(), ensure_ascii=False, indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    write_atomic(output, text.encode("utf-8"))
+    sys.stdout.write(f"{output}: confirmation {confirmation.id}; evidence digest of its "
+                     f"content {confirmation.content_sha256}\n")

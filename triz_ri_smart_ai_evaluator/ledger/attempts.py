@@ -304,14 +304,22 @@ def record_settlement(
 
 
 def _settlement_event(
-    attempt_id: str, settlement: Settlement, *, at: datetime, late_source: str | None
+    attempt_id: str,
+    settlement: Settlement,
+    *,
+    at: datetime,
+    late_source: str | None,
+    echo_collision: Sequence[dict[str, Any]] = (),
 ) -> NewEvent:
     kind = (
         EventKind.ESCROW_RELEASED
         if settlement.kind.value in ("released", "forfeited")
         else EventKind.ESCROW_ADJUSTED
     )
-    data = {**settlement.to_dict(), "late_source": late_source}
+    # echo_collision: the late values applied on the strength of a report that repeats a
+    # policy output, recorded for the auditor (spec 8.14, 9.15; docs/adr/0006).
+    data = {**settlement.to_dict(), "late_source": late_source,
+            "echo_collision": list(echo_collision)}
     return _ev(kind, data, attempt=attempt_id, at=at)
 
 
@@ -484,6 +492,107 @@ class ConfirmationLookup(Protocol):
 
     def counts_as_independent(self, attempt: str) -> Sequence[Any]: ...
 
+    def echo_collisions(self, attempt: str) -> Sequence[Any]: ...
+
+
+def parse_late(late: Mapping[str, Any]) -> dict[str, Measurement]:
+    """Late values as measurements.  Raises InputError naming the first malformed field."""
+    try:
+        return {k: Measurement.model_validate(v) for k, v in late.items()}
+    except ValidationError as e:
+        problem = e.errors()[0]
+        where = ".".join(str(p) for p in problem["loc"])
+        raise InputError(f"late value {where}: {problem['msg']}") from e
+
+
+def verify_settleable(store: LedgerStore, attempt_id: str) -> list[Event]:
+    """The attempt's events, if it holds an escrow not yet settled.  Raises InputError."""
+    events = store.attempt_events(attempt_id)
+    kinds = [e.kind for e in events]
+    if EventKind.ATTEMPT_INITIATED.value not in kinds:
+        raise InputError(f"no attempt {attempt_id!r} in the ledger")
+    if EventKind.ESCROW_HELD.value not in kinds:
+        raise InputError(f"attempt {attempt_id!r} holds no escrow")
+    if EventKind.ESCROW_RELEASED.value in kinds or EventKind.ESCROW_ADJUSTED.value in kinds:
+        raise InputError(f"attempt {attempt_id!r} is already settled")
+    return events
+
+
+def verify_late_evidence(store: LedgerStore, late: Mapping[str, Measurement], *,
+                         pending: frozenset[str] = frozenset()) -> None:
+    """Every evidence digest of every late value resolves to a blob in the ledger's evidence
+    store (spec 9.15: evidence is a stored record, not a string that looks like a hash).
+    ``pending`` are digests of content about to be stored with it (a caller's pre-check before
+    writing anything).  Raises IntegrityError naming the first digest that does not."""
+    for k, m in sorted(late.items()):
+        for digest in m.evidence:
+            if digest in pending:
+                continue
+            try:
+                store.get_evidence(digest)
+            except IntegrityError as e:
+                raise IntegrityError(
+                    f"late value for {k!r}: evidence {digest} does not resolve to a blob in the "
+                    f"ledger's evidence store ({e.message}); not applied"
+                ) from e
+
+
+def _backs(entry: Any, measurement: Measurement) -> bool:
+    return bool(entry.source == measurement.source
+                and entry.content_sha256 in measurement.evidence)
+
+
+def _echo_collisions_backing(provenance: ConfirmationLookup, attempt_id: str,
+                             late: Mapping[str, Measurement]) -> list[dict[str, Any]]:
+    """Check every late value is backed by the register; return those backed only by an echo
+    collision, as the escrow event records them.  Raises IntegrityError for one not backed."""
+    counted = provenance.counts_as_independent(attempt_id)
+    collisions = provenance.echo_collisions(attempt_id)
+    out = []
+    for k, m in sorted(late.items()):
+        if any(_backs(entry, m) for entry in counted):
+            continue
+        # spec 9.15, 11.21: only a confirmation the provenance register accepted as independent
+        # (signed, not an echo, source not in quarantine) may confirm; an authenticated echo
+        # collision may still count against the policy (8.14, 9.16; docs/adr/0006).
+        entry = next((e for e in collisions if _backs(e, m)), None)
+        if entry is None:
+            raise IntegrityError(
+                f"late value for {k!r} is not backed by an accepted, independent confirmation "
+                f"from {m.source!r} in the provenance register; not applied"
+            )
+        out.append({"indicator": k, "receipt": entry.receipt, "confirmation": entry.id,
+                    "source": entry.source, "reasons": [str(r) for r in entry.reasons]})
+    return out
+
+
+def _verify_only_lowers(
+    calculator: SignalCalculator,
+    inputs: AttemptInputs,
+    late: Mapping[str, Measurement],
+    collided: Sequence[dict[str, Any]],
+    settlement: Settlement,
+) -> None:
+    """A late value backed only by an echo collision may settle only if the policy ends strictly
+    worse off than if the report were discarded (spec 8.14, 9.16; docs/adr/0006): below the
+    class's rule at the deadline (what happens when no control event counts) and below the
+    settlement with those indicators left at the attempt's own preliminary measurements.
+    Both are computed by the same calculator.  Raises IntegrityError otherwise."""
+    names = sorted(c["indicator"] for c in collided)
+    references = [settle_escrow(calculator, inputs, late=None).final]
+    standing = {k: inputs.measurements[k] for k in names if k in inputs.measurements}
+    if len(standing) == len(names):
+        references.append(settle_escrow(calculator, inputs, late={**late, **standing}).final)
+    if all(settlement.final < reference for reference in references):
+        return
+    receipts = ", ".join(c["receipt"] for c in collided)
+    raise IntegrityError(
+        f"late value for {', '.join(map(repr, names))} is backed only by a confirmation that "
+        f"repeats the policy's own output (receipt {receipts}) and would not lower its signal: "
+        f"an echo never confirms (spec 8.14, 9.16); it needs an accepted, independent "
+        f"confirmation in the provenance register; not applied"
+    )
+
 
 def settle(
     store: LedgerStore,
@@ -499,15 +608,16 @@ def settle(
     class's control source; None means the deadline passed with no control event.  The rules are
     read from the ledger's own ``rules.published`` event, never from today's catalogue, so a newer
     version of the class cannot change how this attempt is settled (spec 11.20).
+
+    Every evidence digest of a late value must resolve to a blob in the ledger's evidence store.
+    With ``provenance``, each late value must be backed (same source, content digest among its
+    evidence) by a confirmation the register counts as independent, or by an echo collision -
+    then only if the settlement lowers the policy's signal (docs/adr/0006); the collisions used
+    are recorded in the escrow event.  Raises InputError for an attempt that cannot be settled
+    or malformed late values, IntegrityError for late values that do not hold; nothing is
+    written then.
     """
-    events = store.attempt_events(attempt_id)
-    kinds = [e.kind for e in events]
-    if EventKind.ATTEMPT_INITIATED.value not in kinds:
-        raise InputError(f"no attempt {attempt_id!r} in the ledger")
-    if EventKind.ESCROW_HELD.value not in kinds:
-        raise InputError(f"attempt {attempt_id!r} holds no escrow")
-    if EventKind.ESCROW_RELEASED.value in kinds or EventKind.ESCROW_ADJUSTED.value in kinds:
-        raise InputError(f"attempt {attempt_id!r} is already settled")
+    events = verify_settleable(store, attempt_id)
     initiated = next(e for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value).data
     tc = _rules_of(store, initiated["rules_version"])
     pinned = pin(
@@ -516,13 +626,9 @@ def settle(
         version=initiated["rules_version"],
     )
     late_m = None
+    collided: list[dict[str, Any]] = []  # late values backed only by an echo collision
     if late is not None:
-        try:
-            late_m = {k: Measurement.model_validate(v) for k, v in late.items()}
-        except ValidationError as e:
-            problem = e.errors()[0]
-            where = ".".join(str(p) for p in problem["loc"])
-            raise InputError(f"late value {where}: {problem['msg']}") from e
+        late_m = parse_late(late)
         for k, m in late_m.items():
             declared = tc.indicator(k).source if k in {i.id for i in tc.indicators} else None
             # spec 9.15, 11.21: a late value that is not from the declared, authenticated source
@@ -532,19 +638,17 @@ def settle(
                     f"late value for {k!r} from {m.source!r} is not an authenticated confirmation "
                     f"from {declared!r} with evidence; not applied"
                 )
-            if provenance is not None and not any(
-                entry.source == m.source and entry.content_sha256 in m.evidence
-                for entry in provenance.counts_as_independent(attempt_id)
-            ):
-                # spec 9.15, 11.21: only a confirmation the provenance register accepted as
-                # independent (signed, not an echo, source not in quarantine) may settle.
-                raise IntegrityError(
-                    f"late value for {k!r} is not backed by an accepted, independent confirmation "
-                    f"from {m.source!r} in the provenance register; not applied"
-                )
+        if provenance is not None:
+            collided = _echo_collisions_backing(provenance, attempt_id, late_m)
+        verify_late_evidence(store, late_m)
     # Settle before writing anything: a late set the rules refuse leaves the ledger untouched,
     # and the late value and the settlement land in one transaction.
-    settlement = settle_escrow(SignalCalculator(pinned), inputs_from_events(events), late=late_m)
+    calculator = SignalCalculator(pinned)
+    inputs = inputs_from_events(events)
+    settlement = settle_escrow(calculator, inputs, late=late_m)
+    if collided:
+        assert late_m is not None
+        _verify_only_lowers(calculator, inputs, late_m, collided, settlement)
     written = [
         _ev(
             EventKind.MEASUREMENT_RAW,
@@ -561,6 +665,7 @@ def settle(
             settlement,
             at=at,
             late_source=None if late_m is None else next(iter(late_m.values())).source,
+            echo_collision=collided,
         )
     )
     store.append(written)

@@ -17,7 +17,16 @@ from .confirmation import (
     signed_message,
     verify_signature,
 )
-from .decision import COUNTED, RELEASABLE, Decision, EchoMatch, ProvenanceRules, Reason, Status
+from .decision import (
+    CONTENT_REASONS,
+    COUNTED,
+    RELEASABLE,
+    Decision,
+    EchoMatch,
+    ProvenanceRules,
+    Reason,
+    Status,
+)
 from .fingerprint import METHOD, Fingerprint, NearDuplicateIndex, fingerprint, normalise_text
 from .models import (
     NEVER_INDEPENDENT,
@@ -33,6 +42,7 @@ from .register import ProvenanceRegister
 from .state import RegisterState
 
 __all__ = [
+    "CONTENT_REASONS",
     "COUNTED",
     "DOMAIN",
     "METHOD",

@@ -60,7 +60,10 @@ def check_confirmation(
     if key_id is not None and state.authenticated_repeat(confirmation.id):
         reasons.add(Reason.REPEAT)
 
-    # 8.14: however the output reached the source, a repeat of it is not independent.
+    # 8.14: however the output reached the source, a repeat of it is not independent.  It is
+    # still a decision about *confirmation* only: if the signature and every source check
+    # hold, the decision is an echo collision (Decision.echo_collision, ADR 0006), which may
+    # yet lower the policy's signal - the policy cannot void a trusted report by writing it.
     echoes: tuple[EchoMatch, ...] = state.echoes_of(fp)
     if echoes:
         reasons.add(Reason.ECHO)

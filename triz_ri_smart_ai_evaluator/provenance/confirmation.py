@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -40,6 +41,11 @@ MAX_CONTENT_BYTES = 1 << 20
 _MAX_SIGNATURE_CHARS = 200  # a base64 Ed25519 signature is 88; anything longer is garbage
 
 Content = str | dict[str, Any] | list[Any]
+
+#: The wire shape of a confirmation: the service's ``confirmation`` payload and the late file
+#: of ``triz-eval escrow settle``.  ``signature`` may be absent (the statement is then recorded
+#: and quarantined as unsigned, 8.15).
+PAYLOAD_FIELDS = ("source", "attempt", "content", "issued_at", "signature")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +102,25 @@ class Confirmation:
     def id(self) -> str:
         """SHA-256 of the signed message: the same statement always has the same id."""
         return hashlib.sha256(self.signed_message()).hexdigest()
+
+    def to_payload(self) -> dict[str, Any]:
+        """The wire shape (:data:`PAYLOAD_FIELDS`), content as it was canonicalised and signed."""
+        return {"source": self.source, "attempt": self.attempt,
+                "content": json.loads(self.content_bytes),
+                "issued_at": utc_stamp(self.issued_at), "signature": self.signature}
+
+    @classmethod
+    def from_payload(cls, raw: object) -> Confirmation:
+        """Read the wire shape.  The signature is not checked here - that is the register's
+        decision, recorded either way.  Raises InputError for unknown or missing fields or
+        malformed values."""
+        if not isinstance(raw, Mapping) or not set(raw) <= set(PAYLOAD_FIELDS):
+            raise InputError(f"a confirmation is an object with {', '.join(PAYLOAD_FIELDS)}")
+        missing = [k for k in PAYLOAD_FIELDS[:4] if k not in raw]
+        if missing:
+            raise InputError(f"a confirmation needs {', '.join(missing)}")
+        return cls(raw["source"], raw["attempt"], raw["content"], raw["issued_at"],
+                   raw.get("signature"))
 
     @classmethod
     def from_evidence(cls, header: dict[str, Any], content_bytes: bytes) -> Confirmation:

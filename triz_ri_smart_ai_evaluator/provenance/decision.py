@@ -2,6 +2,11 @@
 
 Spec 8.14 (echo), 8.15 (unauthenticated, correlated or anomalous feedback is held until its
 provenance is verified), 9.16 (no signal from the model's own claim), 11.21 (the test).
+
+An *echo collision* (docs/adr/0006) is an authenticated confirmation from an admissible source
+that is held back only for :data:`CONTENT_REASONS`.  It stays out of every count of
+confirmations, but it is not discarded: it may still be applied where its effect can only lower
+the policy's signal (the escrow settlement decides that with the signal calculator).
 """
 
 from __future__ import annotations
@@ -54,6 +59,20 @@ RELEASABLE = frozenset(
     {Reason.SOURCE_QUARANTINED, Reason.ANOMALOUS_TIME, Reason.ECHO, Reason.CORRELATED}
 )
 
+#: Reasons that question only whether a statement's *content* is independent (it repeats a
+#: policy output, 8.14, or another source's statement, 8.15) - never who made it.  They matter
+#: only when the statement would raise the policy's signal (9.16 forbids an increasing signal
+#: from the policy's own claim); an authenticated statement held for these alone is an echo
+#: collision, still usable against the policy.  Every other reason (who signed, which source,
+#: which origin, when, which attempt, a replay) holds in both directions.
+CONTENT_REASONS = frozenset({Reason.ECHO, Reason.CORRELATED})
+
+
+def is_echo_collision(reasons: tuple[Reason, ...] | frozenset[Reason], *,
+                      authenticated: bool) -> bool:
+    """True for an authenticated statement held back for content reasons only."""
+    return authenticated and bool(reasons) and set(reasons) <= CONTENT_REASONS
+
 
 @dataclass(frozen=True, slots=True)
 class EchoMatch:
@@ -91,9 +110,16 @@ class Decision:
     def authenticated(self) -> bool:
         return self.key_id is not None
 
+    @property
+    def echo_collision(self) -> bool:
+        """Held back as confirmation, but an authenticated statement from an admissible source:
+        adverse evidence that must not be discarded (see :data:`CONTENT_REASONS`)."""
+        return is_echo_collision(self.reasons, authenticated=self.authenticated)
+
     def to_data(self) -> dict[str, Any]:
         return {
             "status": self.status.value,
+            "echo_collision": self.echo_collision,
             "reasons": [r.value for r in self.reasons],
             "echo_of": [m.to_data() for m in self.echo_of],
             "correlated_with": list(self.correlated_with),
@@ -118,6 +144,10 @@ class Decision:
             raise error(f"a recorded decision is malformed: {e!r}") from e
         if decision.status.value != data["status"]:
             raise error("a recorded decision's status does not follow from its reasons")
+        # Derived, recorded for the auditor; decisions written before it existed lack it.
+        if data.get("echo_collision", decision.echo_collision) is not decision.echo_collision:
+            raise error("a recorded decision's echo_collision does not follow from its reasons "
+                        "and authentication")
         return decision
 
 

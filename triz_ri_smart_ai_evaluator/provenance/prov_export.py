@@ -8,7 +8,8 @@ Mapping (PROV-DM):
   the evaluated policy, itself an Agent (10.8 keeps model outputs distinguishable);
 * a confirmation is an Entity attributed to its source and influenced by its attempt; an echo
   is ``wasDerivedFrom`` the policy output it repeats, which is exactly the chain 9.16 forbids
-  from counting, now visible to any PROV tool.  Status, reasons and reconciliation are
+  from counting, now visible to any PROV tool.  Status, reasons, the echo collision (an
+  authenticated report that still counts against the policy, ADR 0006) and reconciliation are
   attributes in the ``triz`` namespace.
 """
 
@@ -99,6 +100,7 @@ def to_prov_document(state: RegisterState) -> ProvDocument:
         doc.entity(ident, {
             "triz:confirmationId": entry.id, "triz:status": entry.status.value,
             "triz:reasons": " ".join(r.value for r in entry.reasons) or "none",
+            "triz:echoCollision": entry.echo_collision,
             "triz:contentSha256": entry.content_sha256, "triz:issuedAt": entry.issued_at,
             "triz:keyId": entry.decision.key_id or "unauthenticated",
             "triz:sourceRevision": entry.decision.source_revision or 0,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .decision import COUNTED, Decision, Reason, Status
+from .decision import COUNTED, Decision, Reason, Status, is_echo_collision
 from .fingerprint import Fingerprint
 from .models import SourceRecord
 
@@ -72,6 +72,14 @@ class ConfirmationEntry:
     def counted(self) -> bool:
         return self.status in COUNTED
 
+    @property
+    def echo_collision(self) -> bool:
+        """Quarantined now only because its content matches a policy output or another
+        source's statement (whether at reception or later), authenticated at reception, and
+        not rejected by a reconciliation: adverse evidence, never confirmation (ADR 0006)."""
+        return self.status is Status.QUARANTINED and is_echo_collision(
+            self.reasons, authenticated=self.decision.authenticated)
+
     def to_data(self) -> dict[str, Any]:
         rec = self.reconciliation
         return {
@@ -80,7 +88,7 @@ class ConfirmationEntry:
             "content_sha256": self.content_sha256, "signature": self.signature,
             "free_text": self.free_text, "fingerprint": self.fingerprint.to_data(),
             "decision": self.decision.to_data(), "status": self.status.value,
-            "reasons": [r.value for r in self.reasons],
+            "reasons": [r.value for r in self.reasons], "echo_collision": self.echo_collision,
             "reconciliation": None if rec is None else {
                 "outcome": rec.outcome.value, "note": rec.note, "evidence": rec.evidence,
                 "actor": rec.actor, "at": rec.at, "seq": rec.seq},

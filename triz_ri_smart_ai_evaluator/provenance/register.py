@@ -24,7 +24,7 @@ from ..ledger.events import EventKind, NewEvent, parse_body, utc_stamp
 from ..ledger.store import LedgerStore
 from .check import check_confirmation
 from .confirmation import Confirmation
-from .decision import RELEASABLE, ProvenanceRules, Reason, Status
+from .decision import RELEASABLE, ProvenanceRules, Reason, Status, is_echo_collision
 from .fingerprint import Fingerprint, content_text, fingerprint
 from .models import SourceRecord, check_identifier, check_text, parse_enum
 from .records import ConfirmationEntry, PolicyOutput, SourceRevision
@@ -66,6 +66,14 @@ class ProvenanceRegister:
         """The confirmations of ``attempt`` that count: accepted or released, one per source.
         Everything quarantined is left out (8.14, 8.15, 11.21)."""
         return self.refresh().counted(check_identifier(attempt, "attempt"))
+
+    def echo_collisions(self, attempt: str) -> tuple[ConfirmationEntry, ...]:
+        """Authenticated confirmations of ``attempt`` from admissible sources that are held
+        back only because their content matches a policy output or another source (8.14,
+        8.15).  They never count as confirmation; the policy writing a report's wording first
+        must not make that report vanish either, so they are offered as evidence that may
+        only lower the policy's signal (9.16; docs/adr/0006)."""
+        return self.refresh().echo_collisions(check_identifier(attempt, "attempt"))
 
     def source_history(self, source_id: str) -> tuple[SourceRevision, ...]:
         """Every revision of a source, oldest first (9.15 append-only change history)."""
@@ -143,8 +151,9 @@ class ProvenanceRegister:
     def record_policy_output(self, attempt: str, text: str) -> PolicyOutput:
         """Fingerprint an output of the evaluated policy (8.14).  The text goes to the evidence
         store; the event carries only its digest and fingerprints.  An already accepted
-        confirmation that the output matches is quarantined as an echo.  Raises InputError
-        for a malformed attempt or non-text."""
+        confirmation that the output matches is quarantined as an echo; being authenticated,
+        it stays an echo collision (``echo.detected`` says so), which the policy cannot erase
+        by repeating it.  Raises InputError for a malformed attempt or non-text."""
         check_identifier(attempt, "attempt")
         fp = fingerprint(text)
         state = self.refresh()
@@ -157,7 +166,9 @@ class ProvenanceRegister:
             if entry.status is Status.ACCEPTED:
                 events.append(self._confirmation_quarantine(entry, [Reason.ECHO], cause, at))
                 echo = {"receipt": entry.receipt, "confirmation": entry.id,
-                        "matches": [{"attempt": attempt, "output": digest}]}
+                        "matches": [{"attempt": attempt, "output": digest}],
+                        "echo_collision": is_echo_collision(
+                            (Reason.ECHO,), authenticated=entry.decision.authenticated)}
                 events.append(self._event(EventKind.ECHO_DETECTED, echo, entry.attempt, at))
         self._append(events)
         output = self._state.output(attempt, digest)
@@ -169,6 +180,8 @@ class ProvenanceRegister:
 
         A quarantined confirmation is recorded all the same (with ``quarantine.changed`` and,
         for an echo, ``echo.detected``): quarantine holds data back, it does not hide it (1.22).
+        An authenticated one held only as an echo or copy is marked ``echo_collision`` in its
+        decision and in ``echo.detected`` (see :meth:`echo_collisions`).
         Raises InputError if ``confirmation`` is not a Confirmation.
         """
         if not isinstance(confirmation, Confirmation):
@@ -193,11 +206,13 @@ class ProvenanceRegister:
             notice = {"subject": "confirmation", "receipt": receipt, "confirmation": head["id"],
                       "status": Status.QUARANTINED.value,
                       "reasons": [r.value for r in decision.reasons],
+                      "echo_collision": decision.echo_collision,
                       "cause": None, "reconciliation": None}
             events.append(self._event(EventKind.QUARANTINE_CHANGED, notice, attempt, received))
         if decision.echo_of:
             echo = {"receipt": receipt, "confirmation": head["id"],
-                    "matches": [m.to_data() for m in decision.echo_of]}
+                    "matches": [m.to_data() for m in decision.echo_of],
+                    "echo_collision": decision.echo_collision}
             events.append(self._event(EventKind.ECHO_DETECTED, echo, attempt, received))
         for other in decision.correlated_with:
             entry = state.entry(other)
@@ -212,9 +227,11 @@ class ProvenanceRegister:
 
     def _confirmation_quarantine(self, entry: ConfirmationEntry, reasons: list[Reason],
                                  cause: dict[str, Any], at: datetime) -> NewEvent:
+        # Only accepted entries are quarantined later, so ``reasons`` are all they will have.
+        collision = is_echo_collision(tuple(reasons), authenticated=entry.decision.authenticated)
         data = {"subject": "confirmation", "receipt": entry.receipt, "confirmation": entry.id,
                 "status": Status.QUARANTINED.value, "reasons": [r.value for r in reasons],
-                "cause": cause, "reconciliation": None}
+                "echo_collision": collision, "cause": cause, "reconciliation": None}
         return self._event(EventKind.QUARANTINE_CHANGED, data, entry.attempt, at)
 
     def reconcile(self, receipt: str, *, outcome: Status | str, note: str,

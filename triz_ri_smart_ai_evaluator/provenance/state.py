@@ -112,6 +112,17 @@ class RegisterState:
                 out.append(entry)
         return tuple(out)
 
+    def echo_collisions(self, attempt: str) -> tuple[ConfirmationEntry, ...]:
+        """Echo collisions of ``attempt`` (ADR 0006): held back from :meth:`counted`, usable
+        only where they lower the policy's signal.  Like counted entries, nothing a source in
+        quarantine said is offered (1.22)."""
+        out = []
+        for entry in self.entries(attempt):
+            source = self.current_source(entry.source)
+            if source is not None and not source.quarantined and entry.echo_collision:
+                out.append(entry)
+        return tuple(out)
+
     # -- the fold ---------------------------------------------------------------------------
     def apply(self, seq: int, fields: dict[str, Any], refingerprint: Refingerprint | None = None,
               ) -> None:
