@@ -362,10 +362,9 @@ class SignalCalculator:
         overall = ZERO if any(i in below for i in self._tc.combination.multiplied) else (
             _product(factors)
         )
-        if overall > self._overall_limit:
-            # spec 4.6, 5.3: over-performance is limited; the honest maximum holds.  The
-            # breakdown shows the limited Perf_overall beside each indicator's own Perf.
-            overall = self._overall_limit
+        # spec 4.6, 5.3: over-performance is limited; the honest maximum holds.  The breakdown
+        # shows the limited Perf_overall beside each indicator's own Perf.
+        overall = min(overall, self._overall_limit)
         variable = CTX.multiply(self._base, overall)
         if self._formula.model is Model.GATE:
             value = CTX.add(self._base, variable)
