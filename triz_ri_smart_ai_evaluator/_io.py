@@ -4,36 +4,30 @@ writing output files atomically."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from ._safe_read import parse_json, parse_yaml
 from .errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def read_document(path: Path) -> Any:
-    """Parse a JSON or YAML file (by extension; YAML otherwise).  Raises InputError."""
+    """Parse a JSON or YAML file (by extension; YAML otherwise) as untrusted input: duplicate
+    keys, deep nesting, over-long numbers, NaN and YAML aliases are refused (see _safe_read).
+    Raises InputError, one line naming the file."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: cannot read: {e}") from e
-    try:
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}:{e.lineno}: malformed JSON: {e.msg}") from e
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{path}{line}: malformed YAML: {getattr(e, 'problem', e)}") from e
+    if path.suffix.lower() == ".json":
+        return parse_json(text, where=str(path))
+    return parse_yaml(text, where=str(path))
 
 
 def validation_message(error: ValidationError) -> str:

@@ -8,9 +8,9 @@ context (:data:`DECIMAL_CONTEXT`), so the same rules give the same bits on every
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Context, Decimal, DivisionByZero, InvalidOperation, Overflow
-from fractions import Fraction
 from typing import Annotated, Any
 
 from pydantic import (
@@ -36,37 +36,71 @@ ZERO = Decimal(0)
 ONE = Decimal(1)
 
 
-def parse_exact(value: Any) -> Decimal:
-    """Turn an int, a decimal string, a ``"n/d"`` fraction or a float into an exact Decimal.
+#: The number grammar of every exact value (issue 10): a plain decimal, or a fraction n/d.  No
+#: exponent, underscore, surrounding whitespace, plus sign, NaN or infinity; ASCII digits only.
+_PLAIN_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+_FRACTION = re.compile(r"(-?[0-9]{1,40})/([0-9]{1,40})")
+#: Bounds on an exact value.  A string is looked at only up to 82 characters; an accepted value
+#: has at most DECIMAL_CONTEXT.prec significant digits (exact in the arithmetic, never rounded
+#: on reading) and a magnitude from 1E-40 to below 1E+40.  Together they make what
+#: format_exact writes of an accepted value (at most 76 characters) read back to the same value.
+_MAX_TEXT = 82  # "-" + 40 digits + "/" + 40 digits
+_MAX_ADJUSTED = 40
+_INT_BOUND = 10**_MAX_ADJUSTED
 
-    Raises ValueError for anything else (bool included: ``True`` is not a number here).
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:40] + "...")
+
+
+def _bounded(result: Decimal, shown: str) -> Decimal:
+    if not result.is_finite():
+        raise ValueError(f"{shown} is not a finite number")
+    if result and not -_MAX_ADJUSTED <= result.adjusted() < _MAX_ADJUSTED:
+        raise ValueError(f"{shown} is outside the range 1E-40 to 1E+40")
+    if DECIMAL_CONTEXT.plus(result) != result:
+        raise ValueError(f"{shown} has more than {DECIMAL_CONTEXT.prec} significant digits")
+    return result
+
+
+def parse_exact(value: Any) -> Decimal:
+    """Turn an int, a plain decimal string, a ``"n/d"`` fraction or a float into an exact
+    Decimal.
+
+    Accepted: an int (not a bool; ``True`` is not a number here); a string ``-?D+(.D+)?`` or
+    ``-?D/D`` with a denominator above 0 and at most 40 digits a side; a float whose ``repr`` is
+    such a plain decimal (a YAML ``0.5``; not ``1e-07``, NaN or an infinity).  Raises ValueError
+    for anything else, and for a value past the bounds above.
     """
+    # Strings first: the common case of every input document (this is on its hot path).
+    if isinstance(value, str):
+        if len(value) > _MAX_TEXT:
+            raise ValueError(f"a number of {len(value):,} characters is longer than the "
+                             f"limit of {_MAX_TEXT}")
+        if _PLAIN_DECIMAL.fullmatch(value):
+            return _bounded(Decimal(value), _shown(value))
+        fraction = _FRACTION.fullmatch(value)
+        if fraction is None:
+            raise ValueError(f"{_shown(value)} is not a plain decimal (like 0.25) or a "
+                             "fraction n/d")
+        numerator, denominator = (Decimal(part) for part in fraction.groups())
+        if not denominator:
+            raise ValueError(f"{_shown(value)} is not a fraction n/d with d > 0")
+        return _bounded(DECIMAL_CONTEXT.divide(numerator, denominator), _shown(value))
     if isinstance(value, bool):
         raise ValueError("a boolean is not a number")
+    if isinstance(value, int):
+        if not -_INT_BOUND < value < _INT_BOUND:
+            raise ValueError(f"an integer of more than {_MAX_ADJUSTED} digits is out of range")
+        return _bounded(Decimal(value), "the integer")
+    if isinstance(value, float):
+        text = repr(value)
+        if not _PLAIN_DECIMAL.fullmatch(text):
+            raise ValueError(f"{text} is not a plain decimal (no exponent, NaN or infinity)")
+        return _bounded(Decimal(text), text)
     if isinstance(value, Decimal):
-        result = value
-    elif isinstance(value, int):
-        result = Decimal(value)
-    elif isinstance(value, float):
-        result = Decimal(repr(value))
-    elif isinstance(value, str):
-        text = value.strip()
-        if "/" in text:
-            try:
-                frac = Fraction(text)
-            except (ValueError, ZeroDivisionError) as e:
-                raise ValueError(f"{value!r} is not a fraction n/d with d > 0") from e
-            result = DECIMAL_CONTEXT.divide(Decimal(frac.numerator), Decimal(frac.denominator))
-        else:
-            try:
-                result = Decimal(text)
-            except InvalidOperation as e:
-                raise ValueError(f"{value!r} is not a decimal number") from e
-    else:
-        raise ValueError(f"expected a number, got {type(value).__name__}")
-    if not result.is_finite():
-        raise ValueError(f"{value!r} is not a finite number")
-    return result
+        return _bounded(value, _shown(str(value)))
+    raise ValueError(f"expected a number, got {type(value).__name__}")
 
 
 def format_exact(value: Decimal) -> str:

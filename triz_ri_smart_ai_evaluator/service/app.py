@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, Request
+from fastapi import FastAPI, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._safe_read import parse_json
 from ..access.enforce import AccessDenied, Principal
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
 from .auth import Unauthenticated
@@ -109,6 +112,48 @@ class BoundedBody:
         await self.app(scope, receive, send)
 
 
+class _StrictJsonRequest(Request):
+    """A request whose JSON body is read by the evaluator's untrusted-input reader, not by a
+    plain json.loads (last-wins on a duplicate key, recursion on deep nesting, NaN)."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = parse_json(await self.body(), where="request body")
+        return self._json
+
+
+def _is_json(content_type: str | None) -> bool:
+    # the bodies FastAPI reads as JSON: no content type, application/json, application/*+json
+    if content_type is None:
+        return True
+    media = content_type.partition(";")[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/")
+                                           and media.endswith("+json"))
+
+
+class StrictJsonRoute(APIRoute):
+    """A route that reads its JSON body strictly before FastAPI does (issue 10, defect classes
+    4 and 5): a duplicate key, nesting past the limit, an over-long number, NaN or bytes that
+    are not UTF-8 are an InputError (400 in the API's error shape) before authentication, the
+    handler or any ledger write.  FastAPI then takes the parsed body from the request's cache.
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        if self.body_field is None:
+            return handler
+
+        async def strict(request: Request) -> Response:
+            request = _StrictJsonRequest(request.scope, request.receive)
+            # Raised here, outside FastAPI's body parsing, the InputError reaches the
+            # evaluator_error handler with its own message instead of a generic 400.
+            if _is_json(request.headers.get("content-type")) and await request.body():
+                await request.json()
+            return await handler(request)
+
+        return strict
+
+
 def create_app(runtime: Runtime) -> FastAPI:
     """The FastAPI application over ``runtime`` (which the caller starts and closes)."""
     app = FastAPI(
@@ -117,6 +162,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         description="The policy port and the trusted port of the evaluator (spec 9.2, 9.3).",
     )
     app.add_middleware(BoundedBody, limit=runtime.config.max_body_bytes)
+    app.router.route_class = StrictJsonRoute  # before any route is added
 
     @app.exception_handler(EvaluatorError)
     async def evaluator_error(_: Request, exc: EvaluatorError) -> JSONResponse:

@@ -14,12 +14,10 @@ citations[0] (ISO/IEC 27001:2022 Annex A 5.9)``.
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -30,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from triz_ri_smart_ai_evaluator._safe_read import parse_json, parse_yaml
 from triz_ri_smart_ai_evaluator.errors import InputError
 
 from .citations import Citation, parse_citation
@@ -228,16 +227,6 @@ def parse_draft(doc: object, where: str) -> Draft:
     return draft
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """SafeLoader that refuses anchors and aliases (no "billion laughs" expansion)."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            raise yaml.composer.ComposerError(None, None, "aliases are not allowed",
-                                              self.get_mark())
-        return super().compose_node(parent, index)
-
-
 def _read_text(path: Path) -> str:
     where = path.name
     try:
@@ -256,20 +245,12 @@ def _read_text(path: Path) -> str:
 
 
 def _read_document(path: Path) -> object:
+    # Untrusted input (spec 2.12, 9.4; issue 10): duplicate keys, deep nesting, over-long
+    # numbers, NaN and YAML aliases are refused with one line, see _safe_read.
     text = _read_text(path)
-    where = path.name
     if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"{where}:{e.lineno}: malformed JSON: {e.msg}") from e
-    try:
-        return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = " ".join(str(getattr(e, "problem", None) or "syntax error").split())
-        raise InputError(f"{where}{line}: malformed YAML: {problem}") from e
+        return parse_json(text, where=path.name)
+    return parse_yaml(text, where=path.name)
 
 
 def _kind(path: Path, allowed: set[str]) -> str:
