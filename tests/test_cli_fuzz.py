@@ -40,12 +40,8 @@ def honest() -> dict[str, Any]:
 
 
 def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """``cli.main`` in process: (exit code, stdout, stderr).
-
-    ``main`` adds the trust-record sub-commands to the app on every call (once per process
-    in real use); they are taken off again, or each call would be slower than the last."""
+    """``cli.main`` in process: (exit code, stdout, stderr)."""
     old = sys.argv
-    groups, commands = list(cli.app.registered_groups), list(cli.app.registered_commands)
     sys.argv = ["triz-eval", *argv]
     code: int | str | None = 0
     try:
@@ -54,8 +50,6 @@ def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
         code = e.code
     finally:
         sys.argv = old
-        cli.app.registered_groups[:] = groups
-        cli.app.registered_commands[:] = commands
     captured = capsys.readouterr()
     assert isinstance(code, int | None), code
     return code or 0, captured.out, captured.err

@@ -48,7 +48,15 @@ app.add_typer(catalogue_app, name="catalogue", no_args_is_help=True)
 app.add_typer(signal_app, name="signal", no_args_is_help=True)
 
 
+_REGISTERED: list[bool] = []
+
+
 def _register_trust_record() -> None:
+    """Add the lazily imported command groups, once per process (main() may run many times
+    in one process, as the in-process CLI tests do)."""
+    if _REGISTERED:
+        return
+    _REGISTERED.append(True)
     from .cli_ledger import attempt_app, escrow_app, ledger_app, witness_app  # noqa: PLC0415
 
     app.add_typer(ledger_app, name="ledger", no_args_is_help=True)

@@ -23,9 +23,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._safe_read import parse_yaml
 from ..errors import EvaluatorError, InputError
 from ..ledger import attempts
 from ..ledger.events import EventKind, NewEvent
@@ -93,10 +93,11 @@ def load_task(path: Path) -> LoadedTask:
     if len(data) > MAX_TASK_BYTES:
         raise InputError(f"{path}: task file larger than {MAX_TASK_BYTES} bytes")
     try:
-        doc = yaml.safe_load(data.decode("utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError) as e:
-        raise InputError(f"{path}: not a readable YAML/JSON task file ({type(e).__name__})") \
-            from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: the task file is not UTF-8 text") from None
+    # issue 10: duplicate keys, aliases and deep nesting are refused like every other input.
+    doc = parse_yaml(text, where=str(path))
     try:
         task = DocumentTask.model_validate(doc)
     except ValidationError as e:
