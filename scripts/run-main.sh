@@ -8,7 +8,8 @@
 #     what the evaluator caught in each;
 #  4. checks two document-step drafts with the blind verifier gate's mechanical layer (one
 #     faithful, one with the invented clauses 9.2/9.3 of seed 002's live catch);
-#  5. explains three bundled signal inputs and records them as attempts too;
+#  5. explains three bundled signal inputs and records them as attempts too, each with its
+#     evidence files stored as blobs first (a digest that resolves to nothing never counts);
 #  6. signs a checkpoint, has an independent witness cosign it, verifies the whole ledger
 #     against the witness and recomputes every award with the independent implementation.
 # Everything goes to runs/<time>/.  Without root (no namespaces, no bwrap) the pilot runs in the
@@ -63,7 +64,7 @@ for example in pilot_02_honest pilot_02_partial pilot_02_false_success; do
     echo "=== signal explain: examples/signal/${example}.json ==="
     $T signal explain -t pilot_02_feedback_form -i "examples/signal/${example}.json"
     $T attempt evaluate -t pilot_02_feedback_form -i "examples/signal/${example}.json" \
-        --attempt-id "$example" >/dev/null
+        --evidence-dir "examples/signal/evidence/${example}" --attempt-id "$example"
 done
 
 echo

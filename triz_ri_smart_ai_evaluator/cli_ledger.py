@@ -16,6 +16,7 @@ from rich.table import Table
 from ._io import load_model, read_document, write_atomic
 from .errors import InputError, IntegrityError
 from .ledger import attempts as attempt_log
+from .ledger.events import EventKind, NewEvent
 from .ledger.log import (
     DEFAULT_ORIGIN,
     LOG_VKEY_FILE,
@@ -33,6 +34,7 @@ from .ledger.recompute import recompute_ledger
 from .ledger.witness import WitnessStore
 from .rules.loader import BUNDLED_CATALOGUE, load_catalogue
 from .rules.versions import pin
+from .signal.calculator import SignalCalculator
 from .signal.inputs import AttemptInputs, Measurement
 
 ledger_app = typer.Typer(help="The tamper-evident ledger: init, verify, recompute, proofs.")
@@ -223,44 +225,93 @@ def witness_cosign_cmd(
     out.print(f"cosigned checkpoint at size {size}")
 
 
+def _evidence_files(folder: Path, sources: set[str]) -> list[tuple[str, str, bytes]]:
+    """(source, name, bytes) of every file under ``folder/<source>/``.  Raises InputError for
+    a folder that is not a declared source of the class or a file outside a source folder."""
+    if not folder.is_dir():
+        raise InputError(f"{folder}: evidence folder does not exist")
+    found = []
+    for entry in sorted(folder.iterdir()):
+        if not entry.is_dir():
+            raise InputError(f"{entry}: put each evidence file in a folder named after the "
+                             "source that produced it")
+        if entry.name not in sources:
+            raise InputError(f"{entry}: {entry.name!r} is not a source of this task class "
+                             f"({', '.join(sorted(sources))})")
+        for path in sorted(p for p in entry.rglob("*") if p.is_file()):
+            try:
+                found.append((entry.name, path.relative_to(entry).as_posix(), path.read_bytes()))
+            except OSError as e:
+                raise InputError(f"{path}: cannot read: {e}") from e
+    return found
+
+
 @attempt_app.command("evaluate")
 def attempt_evaluate(
     task_class: Annotated[str, typer.Option("--task-class", "-t", help="Task-class id.")],
     input_file: Annotated[Path, typer.Option("--input", "-i", help="Verified inputs.")],
     attempt_id: Annotated[str | None, typer.Option(help="Attempt id (default: new).")] = None,
+    evidence_dir: Annotated[Path | None, typer.Option(
+        "--evidence-dir",
+        help="Folder of result evidence, one sub-folder per source (DIR/smtp_receiver/...): "
+             "each file is stored as a blob for this attempt, attributed to that source.")] = None,
+    instance: Annotated[str | None, typer.Option(
+        "--instance",
+        help="Task instance the attempt works on (default: the attempt itself); an instance "
+             "is credited once across its attempts (spec 3.5).")] = None,
     db: DbOpt = DEFAULT_DB,
     keys: KeysOpt = DEFAULT_KEYS,
     catalogue: Annotated[Path, typer.Option(help="Task-class folder.")] = BUNDLED_CATALOGUE,
     as_json: JsonOpt = False,
 ) -> None:
-    """Initiate an attempt in the ledger, record its measurements and award its signal."""
+    """Initiate an attempt in the ledger, store its evidence, record its measurements and
+    award its signal.
+
+    Every evidence digest in the inputs must be the SHA-256 of a file given with
+    --evidence-dir (or stored for this attempt otherwise): a digest that resolves to nothing is
+    recorded, named in the reasons, and does not count (the value is not verified).
+    """
     classes = load_catalogue(catalogue)
     if task_class not in classes:
         raise InputError(f"unknown task class {task_class!r}")
     inputs = load_model(input_file, AttemptInputs)
     now = datetime.now(UTC)
     pinned = pin(classes[task_class], started_at=now)
+    files = ([] if evidence_dir is None
+             else _evidence_files(evidence_dir, {s.id for s in pinned.task_class.sources}))
+    try:
+        # Inputs the rules refuse are refused before the attempt exists.
+        SignalCalculator(pinned).compute(inputs)
+    except InputError as e:
+        raise InputError(f"{input_file}: {e.message}") from e
     aid = attempt_id or f"att-{uuid.uuid4().hex[:16]}"
     ledger = open_sqlite_ledger(db, keys)
     try:
-        attempt_log.initiate(
-            ledger,
-            pinned,
-            attempt_id=aid,
-            task_version="1",
-            started_at=now,
-            deadline=now + timedelta(hours=1),
-        )
-        try:
+        with ledger.group():
+            attempt_log.initiate(ledger, pinned, attempt_id=aid, task_version=pinned.version,
+                                 started_at=now, deadline=now + timedelta(hours=1),
+                                 instance=instance)
+            stored = [NewEvent.make(EventKind.EVIDENCE_STORED, {
+                "what": name, "digest": ledger.put_evidence(data), "size": len(data),
+                "by": source, "via": "attempt evaluate --evidence-dir"},
+                actor=source, at=now, attempt=aid) for source, name, data in files]
+            if stored:
+                ledger.append(stored)
             signal = attempt_log.evaluate(ledger, pinned, inputs, attempt_id=aid, at=now)
-        except InputError as e:
-            raise InputError(f"{input_file}: {e.message}") from e
+        events = ledger.attempt_events(aid)
     finally:
         ledger.close()
+    award = next(e.data for e in events if e.kind == EventKind.AWARD_DECISION.value)
+    resolution = next(e.data for e in events if e.kind == EventKind.EVIDENCE_RESOLVED.value)
     if as_json:
-        _emit({"attempt_id": aid, **signal.to_dict()})
-    else:
-        out.print(f"{aid}: S = {signal.value}  outcome={signal.outcome.value}")
+        _emit({"attempt_id": aid, **signal.to_dict(), "rework": award["rework"],
+               "unresolved_evidence": resolution["unresolved"]})
+        return
+    out.print(f"{aid}: S = {signal.value}  credited = {award['rework']['credited']}  "
+              f"outcome={signal.outcome.value}")
+    if resolution["unresolved"]:
+        out.print(f"  {len(resolution['unresolved'])} evidence digest(s) did not resolve; "
+                  f"see 'triz-eval attempt show {aid}'")
 
 
 @attempt_app.command("show")

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..canonical import sha256_hex
 from ..errors import InputError, IntegrityError
+from ..ledger import instances
 from ..ledger.attempts import initiate
 from ..ledger.events import EventKind, NewEvent
 from ..provenance.fingerprint import fingerprint
@@ -133,11 +134,13 @@ class PolicyPort:
                            permitted_actions=self._guard.matrix.grants(Role.EVALUATED_POLICY))
 
     def submit(self, class_id: str, artefact: bytes, claims: Sequence[str] = (),
-               diagnostics: Sequence[str] = ()) -> str:
+               diagnostics: Sequence[str] = (), *, instance: str | None = None) -> str:
         """Hand in an artefact for a task class; return the new attempt's id.
 
-        Raises AccessDenied, InputError (unknown class, malformed or oversized input) or
-        RuleError (no benchmark in force).
+        ``instance`` names the task instance the attempt works on (default: the attempt
+        itself); its earlier attempts must be this principal's own.  Raises AccessDenied,
+        InputError (unknown class, malformed or oversized input, an instance of another class)
+        or RuleError (no benchmark in force).
         """
         self._guard.verify_allowed(self.principal, Resource.SUBMISSIONS, Action.APPEND,
                                    owner_of=self.principal.id,
@@ -151,13 +154,16 @@ class PolicyPort:
         note_list = check_notes(diagnostics, "diagnostics", self._limits)
         if len(claim_list) + len(note_list) > self._limits.notes:
             raise InputError(f"at most {self._limits.notes} claims and diagnostic notes")
+        if instance is not None:
+            _verify_own_instance(self._guard, self.principal, instances.verify_instance(instance))
         now = self._clock()
         pinned = pin(tc, started_at=now)
         attempt_id = f"att-{secrets.token_hex(16)}"
         digest = sha256_hex(artefact)
         # spec 10.4: the attempt exists in the log before anything of it is stored or run.
         initiate(self._store, pinned, attempt_id=attempt_id, task_version=pinned.version,
-                 started_at=now, deadline=now + self._timeout, artefact_sha256=digest)
+                 started_at=now, deadline=now + self._timeout, artefact_sha256=digest,
+                 instance=instance)
         if self._store.put_evidence(artefact) != digest:
             raise IntegrityError("the evidence store returned a different artefact digest")
         actor = self.principal.id
@@ -223,3 +229,13 @@ class PolicyPort:
         target = optional_text(payload, "attempt_id") or optional_text(payload, "class_id")
         self._guard.verify_allowed(self.principal, res, act, target=target)
         raise InputError(f"{act.value} {res.value} is not offered through the policy port")
+
+
+def _verify_own_instance(guard: AccessGuard, principal: Principal, instance: str) -> None:
+    """spec 8.6: a policy may rework only its own instance; joining another's would let it
+    consume that instance first.  An instance opened outside the policy port has no owner
+    (fail closed).  Raises AccessDenied (logged)."""
+    members = instances.attempts_of(guard.ledger, instance)
+    if members and owner_of(guard.ledger.attempt_events(members[0])) != principal.id:
+        guard.refuse(principal, Resource.SUBMISSIONS, Action.APPEND, target=instance,
+                     reason=f"instance {instance!r} holds another principal's attempts")

@@ -29,7 +29,6 @@ from ..canonical import canonical_json, sha256_hex
 from ..errors import InputError
 from ..ledger.attempts import (
     attempt_record,
-    award_payload,
     evaluate,
     record_measurements,
     rules_published_in,
@@ -411,6 +410,11 @@ class TrustedPort:
         events = self._events(payload, open_only=True)
         attempt = str(payload["attempt_id"])
         inputs = self._inputs(payload)
+        # spec 3.5, 8.6: the harness names the task instance it evaluated; it must be the one
+        # the attempt was opened with (ledger.attempts.evaluate refuses another).
+        instance = payload.get("instance")
+        if instance is not None and not isinstance(instance, str):
+            raise InputError("instance must be text (a task instance id)")
         initiated = of_kind(events, EventKind.ATTEMPT_INITIATED)[0]
         version = str(initiated["rules_version"])
         start = started_at(events)
@@ -419,8 +423,10 @@ class TrustedPort:
         pinned = pin(self._rules_of(version), started_at=start, version=version)
         self._store.append([self._signed_event(signed, Resource.AWARDS_AND_SIGNALS,
                                                Action.APPEND, attempt)])
-        signal = evaluate(self._store, pinned, inputs, attempt_id=attempt, at=self._clock())
-        return {"attempt_id": attempt, "award": award_payload(signal)}
+        evaluate(self._store, pinned, inputs, attempt_id=attempt, at=self._clock(),
+                 instance=instance)
+        award = of_kind(self._store.attempt_events(attempt), EventKind.AWARD_DECISION)[-1]
+        return {"attempt_id": attempt, "award": award}
 
     def _rules_of(self, version: str) -> TaskClass:
         tc = self._catalogue.version(version)
@@ -537,12 +543,16 @@ class TrustedPort:
                              "signature": signature})
 
     def evaluate(self, attempt_id: str, inputs: Mapping[str, Any], *,
-                 signature: str) -> dict[str, Any]:
-        """``awards_and_signals``/``append`` ``{"attempt_id", "inputs"}``: compute and record
-        the signal under the attempt's pinned rules (``ledger.attempts.evaluate``)."""
-        return self.request(Resource.AWARDS_AND_SIGNALS, Action.APPEND,
-                            {"attempt_id": attempt_id, "inputs": dict(inputs),
-                             "signature": signature})
+                 signature: str, instance: str | None = None) -> dict[str, Any]:
+        """``awards_and_signals``/``append`` ``{"attempt_id", "inputs"[, "instance"]}``: compute
+        and record the signal under the attempt's pinned rules (``ledger.attempts.evaluate``);
+        the answer is the award as recorded, with its rework credit.  Sign the payload without
+        ``instance`` when none is given."""
+        payload: dict[str, Any] = {"attempt_id": attempt_id, "inputs": dict(inputs),
+                                   "signature": signature}
+        if instance is not None:
+            payload["instance"] = instance
+        return self.request(Resource.AWARDS_AND_SIGNALS, Action.APPEND, payload)
 
     def set_quarantine(self, attempt_id: str, status: str, reason: str, *,
                        signature: str) -> dict[str, Any]:

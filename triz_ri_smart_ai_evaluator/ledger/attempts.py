@@ -25,8 +25,30 @@ from ..signal.calculator import SignalCalculator
 from ..signal.escrow import Settlement, settle_escrow
 from ..signal.inputs import AttemptInputs, Measurement
 from ..signal.result import Signal
+from . import instances
 from .events import OUTCOME_KINDS, Event, EventKind, NewEvent
+from .evidence import resolve, strip, unresolved_in
+from .record import attempt_record, violations
 from .store import LedgerStore
+
+__all__ = [
+    "HARNESS",
+    "ConfirmationLookup",
+    "attempt_record",
+    "award_payload",
+    "evaluate",
+    "indicators_payload",
+    "initiate",
+    "inputs_from_events",
+    "parse_late",
+    "reconcile",
+    "record_measurements",
+    "record_settlement",
+    "rules_published_in",
+    "settle",
+    "verify_late_evidence",
+    "verify_settleable",
+]
 
 HARNESS = "evaluator"
 
@@ -89,11 +111,25 @@ def initiate(
     control_ids: Iterable[str] = (),
     verifier_version: str = "none",
     artefact_sha256: str | None = None,
+    instance: str | None = None,
 ) -> int:
-    """Record an attempt before it runs (spec 10.4), with every rule it will be judged by."""
+    """Record an attempt before it runs (spec 10.4), with every rule it will be judged by.
+
+    ``instance`` is the task instance the attempt works on (default: the attempt itself); the
+    rework rule credits an instance once across its attempts (spec 3.5, 8.6).  Raises
+    InputError for an attempt already initiated, a malformed instance id, or an instance whose
+    attempts belong to another task class.
+    """
     if any(e.kind == EventKind.ATTEMPT_INITIATED.value for e in store.attempt_events(attempt_id)):
         raise InputError(f"attempt {attempt_id!r} was already initiated")
     tc = pinned.task_class
+    instance = attempt_id if instance is None else instances.verify_instance(instance)
+    other = instances.class_of(store, instance)
+    if other is not None and other != tc.id:
+        raise InputError(
+            f"instance {instance!r} is a task of class {other!r}, not {tc.id!r}: an instance "
+            "belongs to one task class"
+        )
     events = []
     if pinned.version not in rules_published_in(store):
         events.append(
@@ -112,6 +148,7 @@ def initiate(
         "task_class": tc.id,
         "attempt_id": attempt_id,
         "task_version": task_version,
+        "instance": instance,
         "rules_version": pinned.version,
         "functions": [f.id for f in tc.functions],
         "indicators": [i.id for i in tc.indicators],
@@ -148,6 +185,12 @@ def record_measurements(
 ) -> list[int]:
     """Record the original measurements, checklist states, self-checks, costs, obstacles and
     claims exactly as received (spec 10.3): one event each, each naming its source."""
+    events = _measurement_events(attempt_id, inputs, at=at)
+    return store.append(events) if events else []
+
+
+def _measurement_events(attempt_id: str, inputs: AttemptInputs, *, at: datetime
+                        ) -> list[NewEvent]:
     events = []
     for ind, m in sorted(inputs.measurements.items()):
         events.append(
@@ -209,7 +252,7 @@ def record_measurements(
                 actor="policy",
             )
         )
-    return store.append(events) if events else []
+    return events
 
 
 def indicators_payload(signal: Signal) -> dict[str, Any]:
@@ -231,19 +274,41 @@ def indicators_payload(signal: Signal) -> dict[str, Any]:
     }
 
 
-def award_payload(signal: Signal) -> dict[str, Any]:
-    """What ``award.decision`` holds: the signal and its preliminary / held / final parts."""
+def award_payload(
+    signal: Signal, pinned: PinnedRules, *, rework: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What ``award.decision`` holds: the signal and its preliminary / held / final parts,
+    every violation, and (from ``evaluate``) the ``rework`` credit of the attempt's instance."""
     d = signal.to_dict()
-    return {
+    payload = {
         "rules_version": signal.rules_version,
         "outcome": d["outcome"],
         "reasons": d["reasons"],
         "critical_violation": d["critical_violation"],
+        "violations": violations(signal, pinned),
         "verified": d["verified"],
         "mode": d["mode"],
         "training_use": d["training_use"],
         **d["signal"],
     }
+    if rework is not None:
+        payload["rework"] = dict(rework)
+    return payload
+
+
+def _serialised(store: LedgerStore) -> contextlib.AbstractContextManager[None]:
+    """One transaction from reading the instance's awards to appending this one, where the
+    store offers it (``group``): two evaluations of one instance cannot both be credited."""
+    group = getattr(store, "group", None)
+    return group() if callable(group) else contextlib.nullcontext()
+
+
+def _blob_problem(store: LedgerStore, digest: str) -> str | None:
+    try:
+        store.get_evidence(digest)
+    except IntegrityError as e:
+        return e.message
+    return None
 
 
 def evaluate(
@@ -253,21 +318,65 @@ def evaluate(
     *,
     attempt_id: str,
     at: datetime,
+    instance: str | None = None,
 ) -> Signal:
-    """Record measurements, compute the signal, record indicators, award and (if delayed)
-    the held escrow, then mark the attempt completed.  The attempt must be initiated."""
-    events = store.attempt_events(attempt_id)
-    if not any(e.kind == EventKind.ATTEMPT_INITIATED.value for e in events):
-        raise InputError(f"attempt {attempt_id!r} was not initiated (spec 10.4)")
-    if any(e.kind in OUTCOME_KINDS for e in events):
-        raise InputError(f"attempt {attempt_id!r} already has an outcome")
-    # Compute first: inputs the rules refuse (unknown ids, wrong units) leave no trace of
-    # half an evaluation in the ledger.
-    signal = SignalCalculator(pinned).compute(inputs)
-    record_measurements(store, attempt_id, inputs, at=at)
-    out = [
+    """Record the raw inputs, resolve their evidence, compute the signal, record indicators,
+    award (with its rework credit), the held escrow if delayed and the training decision, then
+    mark the attempt completed, all in one append.
+
+    Every evidence digest must resolve to a blob stored for this attempt by a trusted
+    component (``ledger.evidence``); what does not is recorded in ``evidence.resolved``, named
+    in the reasons and removed from the calculator's inputs, so the value is not verified (fail
+    closed).  ``instance``, when a trusted caller names it, must be the one the attempt was
+    initiated with.  Raises InputError for an attempt not initiated or already finished, another
+    instance, or inputs the rules refuse; nothing is written then.
+    """
+    with _serialised(store):
+        events = store.attempt_events(attempt_id)
+        initiated = next((e.data for e in events
+                          if e.kind == EventKind.ATTEMPT_INITIATED.value), None)
+        if initiated is None:
+            raise InputError(f"attempt {attempt_id!r} was not initiated (spec 10.4)")
+        if any(e.kind in OUTCOME_KINDS for e in events):
+            raise InputError(f"attempt {attempt_id!r} already has an outcome")
+        recorded = str(initiated.get("instance") or attempt_id)
+        if instance is not None and instance != recorded:
+            raise InputError(
+                f"attempt {attempt_id!r} works on instance {recorded!r}, not {instance!r}: the "
+                "instance is fixed when the attempt starts (spec 10.4)"
+            )
+        # Compute first: inputs the rules refuse (unknown ids, wrong units) leave no trace of
+        # half an evaluation in the ledger.  One decision path: the calculator, on the inputs
+        # whose evidence resolved.
+        resolution = resolve(events, inputs, lambda digest: _blob_problem(store, digest))
+        signal = SignalCalculator(pinned).compute(resolution.inputs)
+        signal = signal._replace(reasons=(*signal.reasons, *resolution.reasons()),
+                                 evidence_check="resolved")
+        rework = instances.credit(signal, attempt_id=attempt_id, instance=recorded,
+                                  earlier=instances.earlier_awards(store, recorded))
+        _write_award(store, attempt_id, inputs, signal, pinned,
+                     resolution=resolution.record(), rework=rework, at=at)
+    return signal
+
+
+def _write_award(
+    store: LedgerStore,
+    attempt_id: str,
+    inputs: AttemptInputs,
+    signal: Signal,
+    pinned: PinnedRules,
+    *,
+    resolution: dict[str, Any],
+    rework: dict[str, Any],
+    at: datetime,
+) -> None:
+    # spec 10.3: the raw inputs exactly as received, then each decision as its own record.
+    out = _measurement_events(attempt_id, inputs, at=at)
+    out += [
+        _ev(EventKind.EVIDENCE_RESOLVED, resolution, attempt=attempt_id, at=at),
         _ev(EventKind.INDICATORS_COMPUTED, indicators_payload(signal), attempt=attempt_id, at=at),
-        _ev(EventKind.AWARD_DECISION, award_payload(signal), attempt=attempt_id, at=at),
+        _ev(EventKind.AWARD_DECISION, award_payload(signal, pinned, rework=rework),
+            attempt=attempt_id, at=at),
     ]
     if signal.delayed:
         out.append(
@@ -278,6 +387,12 @@ def evaluate(
                 at=at,
             )
         )
+    d = signal.to_dict()
+    # spec 10.1: whether the attempt goes into training, decided at award time (never in
+    # shadow mode, never unverified); a later quarantine is its own record.
+    out.append(_ev(EventKind.TRAINING_INCLUDED,
+                   {"included": d["training_use"], "mode": d["mode"], "verified": d["verified"]},
+                   attempt=attempt_id, at=at))
     out.append(
         _ev(
             EventKind.ATTEMPT_COMPLETED,
@@ -287,7 +402,6 @@ def evaluate(
         )
     )
     store.append(out)
-    return signal
 
 
 def record_settlement(
@@ -352,103 +466,6 @@ def reconcile(store: LedgerStore, *, now: datetime) -> list[str]:
     return late
 
 
-_RECORD_FIELDS = (
-    "task_class",
-    "attempt_id",
-    "task_version",
-    "functions",
-    "indicators",
-    "benchmarks",
-    "control_ids",
-    "sources",
-    "policy_access",
-    "checklist",
-    "self_checks",
-    "formula",
-    "verifier_version",
-    "rules_version",
-)
-
-
-def attempt_record(events: Iterable[Event]) -> dict[str, Any]:
-    """Every field of spec 10.1 for one attempt, assembled from its events."""
-    record: dict[str, Any] = {
-        "measurements": [],
-        "evidence": [],
-        "verifier_decisions": [],
-        "comments": [],
-        "violations": [],
-        "mandatory_checks_done": [],
-        "costs": {},
-        "claims": [],
-        "preliminary_values": {},
-        "final_values": {},
-        "performance": {},
-        "signal": {"preliminary": None, "held": None, "final": None},
-        "escrow": [],
-        "included_in_training": False,
-        "quarantine": "clear",
-        "status": None,
-        "events": [],
-    }
-    for event in events:
-        f = event.fields
-        kind, data = f["kind"], f["data"]
-        record["events"].append({"seq": event.seq, "kind": kind, "at": f["at"]})
-        if kind == EventKind.ATTEMPT_INITIATED.value:
-            for key in _RECORD_FIELDS:
-                record[key] = data.get(key)
-            record["status"] = "initiated"
-        elif kind == EventKind.MEASUREMENT_RAW.value:
-            _measurement(record, data)
-        elif kind == EventKind.EVIDENCE_STORED.value:
-            record["evidence"].append(data)
-        elif kind == EventKind.VERIFIER_DECISION.value:
-            record["verifier_decisions"].append(data)
-        elif kind == EventKind.INDICATORS_COMPUTED.value:
-            record["performance"] = data["performance"]
-        elif kind == EventKind.AWARD_DECISION.value:
-            record["signal"] = {k: data.get(k) for k in ("preliminary", "held", "final")}
-            record["signal"]["value"] = data.get("value")
-            record["outcome"] = data.get("outcome")
-            record["violations"] = [r for r in data.get("reasons", []) if "violation" in r]
-        elif kind in (
-            EventKind.ESCROW_HELD.value,
-            EventKind.ESCROW_RELEASED.value,
-            EventKind.ESCROW_ADJUSTED.value,
-        ):
-            record["escrow"].append({"kind": kind, **data})
-            if kind != EventKind.ESCROW_HELD.value:
-                record["signal"]["final"] = data.get("final")
-        elif kind == EventKind.COMMENT_ADDED.value:
-            record["comments"].append(data)
-        elif kind == EventKind.QUARANTINE_CHANGED.value:
-            record["quarantine"] = data.get("status", "quarantined")
-        elif kind == EventKind.TRAINING_INCLUDED.value:
-            record["included_in_training"] = bool(data.get("included", True))
-        if kind in OUTCOME_KINDS:
-            record["status"] = kind.removeprefix("attempt.")
-    if record["status"] is None:
-        raise InputError("no such attempt in the ledger")
-    return record
-
-
-def _measurement(record: dict[str, Any], data: Mapping[str, Any]) -> None:
-    what = data.get("what")
-    record["measurements"].append(dict(data))
-    if what == "indicator":
-        record["preliminary_values"][data["id"]] = data["value"]
-        record["final_values"][data["id"]] = data["value"]
-    elif what == "late_indicator":
-        record["final_values"][data["id"]] = data["value"]
-    elif what == "self_check" and data.get("performed") and data.get("evidence"):
-        record["mandatory_checks_done"].append(data["id"])
-    elif what == "cost":
-        record["costs"][data["id"]] = data["value"]
-    elif what == "claim":
-        record["claims"].append(data["text"])
-
-
 def _rules_of(store: LedgerStore, version: str) -> TaskClass:
     for fields in _scan_kind(store, EventKind.RULES_PUBLISHED):
         if fields["data"]["rules_version"] == version:
@@ -457,7 +474,10 @@ def _rules_of(store: LedgerStore, version: str) -> TaskClass:
 
 
 def inputs_from_events(events: Iterable[Event]) -> AttemptInputs:
-    """Rebuild the calculator's inputs from an attempt's original measurements."""
+    """Rebuild the calculator's inputs from an attempt's original measurements, without the
+    evidence digests its ``evidence.resolved`` event records as unresolved: the inputs its
+    award was computed from (settlement recomputes the preliminary signal from them)."""
+    events = list(events)
     doc: dict[str, Any] = {
         "measurements": {},
         "checklist": {},
@@ -484,7 +504,7 @@ def inputs_from_events(events: Iterable[Event]) -> AttemptInputs:
             doc["obstacles"].append(data)
         elif what == "claim":
             doc["claims"].append(data["text"])
-    return AttemptInputs.model_validate(doc)
+    return strip(AttemptInputs.model_validate(doc), unresolved_in(events))
 
 
 class ConfirmationLookup(Protocol):

@@ -42,6 +42,8 @@ class EventKind(StrEnum):
     ATTEMPT_ABANDONED = "attempt.abandoned"
     MEASUREMENT_RAW = "measurement.raw"
     EVIDENCE_STORED = "evidence.stored"
+    #: Which evidence digests an award's inputs cite resolved to stored blobs (issue 10).
+    EVIDENCE_RESOLVED = "evidence.resolved"
     VERIFIER_DECISION = "verifier.decision"
     INDICATORS_COMPUTED = "indicators.computed"
     AWARD_DECISION = "award.decision"

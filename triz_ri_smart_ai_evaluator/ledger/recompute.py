@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..canonical import canonical_json
+from ..errors import IntegrityError
 from .store import LedgerStore
 
 _CTX = Context(
@@ -321,33 +322,183 @@ def _events(store: LedgerStore) -> Iterator[dict[str, Any]]:
         yield json.loads(body)
 
 
-def recompute_ledger(store: LedgerStore) -> RecomputeReport:
-    """Replay every attempt with an award and compare, byte for byte, with what was written."""
-    report = RecomputeReport()
-    rules: dict[str, dict[str, Any]] = {}
-    initiated: dict[str, dict[str, Any]] = {}
-    raw: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    written: dict[str, dict[str, Any]] = defaultdict(dict)
-    for ev in _events(store):
+# -- evidence resolution, independently (issue 10; spec 8.8, 9.3) ------------------------------
+_CITING = ("indicator", "checklist", "self_check", "obstacle")
+_NOT_EVIDENCE = ("artefact", "candidate", "signed_request")
+
+
+def _citations(raw: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """(what, id, source, digest) of every digest the raw inputs cite, in the writer's order:
+    indicators, checklist, self-checks by id, then obstacles by position."""
+    out: list[tuple[str, str, str, str]] = []
+    for what in _CITING[:3]:
+        for r in sorted((r for r in raw if r["what"] == what), key=lambda r: str(r["id"])):
+            out += [(what, r["id"], r["source"], d) for d in r.get("evidence", [])]
+    obstacles = [r for r in raw if r["what"] == "obstacle"]
+    for n, r in enumerate(obstacles):
+        out += [("obstacle", str(n), r["recorded_by"], d) for d in r.get("evidence", [])]
+    return out
+
+
+def _resolve(
+    store: LedgerStore, stored: list[tuple[dict[str, Any], str]], raw: list[dict[str, Any]]
+) -> tuple[dict[str, Any], list[str], set[str]]:
+    """(``evidence.resolved`` payload, award reasons, unresolved digests): a cited digest counts
+    when an ``evidence.stored`` event of the attempt before its award names it, is not the
+    policy's output or a request record, and the blob is intact in the store."""
+    by: dict[str, str] = {}
+    policy: set[str] = set()
+    for data, actor in stored:
+        digest = data.get("digest")
+        if not isinstance(digest, str):
+            continue
+        if data.get("what") in _NOT_EVIDENCE or data.get("origin") == "evaluated_model_output":
+            policy.add(digest)
+        elif digest not in by:
+            by[digest] = data["by"] if isinstance(data.get("by"), str) else actor
+    resolved: dict[str, str] = {}
+    unresolved: list[dict[str, Any]] = []
+    for what, ident, source, digest in _citations(raw):
+        if digest in by:
+            try:
+                store.get_evidence(digest)
+                problem = None
+            except IntegrityError as e:
+                problem = f"not in the ledger's evidence store ({e.message})"
+        elif digest in policy:
+            problem = "only the policy's own output or a request record names it (spec 8.8)"
+        else:
+            problem = "not stored for this attempt (no evidence.stored event names it)"
+        if problem is None:
+            resolved[digest] = by[digest]
+        else:
+            unresolved.append({"what": what, "id": ident, "source": source, "digest": digest,
+                               "reason": problem})
+    record = {"resolved": [{"digest": d, "stored_by": s} for d, s in sorted(resolved.items())],
+              "unresolved": unresolved}
+    reasons = [f"evidence {u['digest']} of {u['what']} {u['id']} ({u['source']}) does not "
+               f"resolve: {u['reason']}" for u in unresolved]
+    return record, reasons, {u["digest"] for u in unresolved}
+
+
+def _without(raw: list[dict[str, Any]], digests: set[str]) -> list[dict[str, Any]]:
+    return [{**r, "evidence": [d for d in r["evidence"] if d not in digests]}
+            if r["what"] in _CITING else r for r in raw]
+
+
+# -- every violation (spec 10.1) and the rework credit (spec 3.5, 8.6) ------------------------
+def _violations(
+    rules: dict[str, Any], checks: dict[str, str], raw: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    quality: list[Decimal] = []
+    items = {r["id"]: r for r in raw if r["what"] == "checklist"}
+    for item in rules["checklist"]:
+        state = checks[item["id"]]
+        if state == "unverified":
+            continue
+        if item["effect"] == "critical" and state != "passed":
+            found.append({"kind": "critical_violation", "id": item["id"]})
+        elif item["effect"] == "gate" and state != "passed":
+            found.append({"kind": "gate_failed", "id": item["id"]})
+        elif item["effect"] == "quality":
+            quality.append(_1 if state == "passed" else
+                           _0 if state == "failed" else _num(items[item["id"]]["degree"]))
+    found += [{"kind": "self_check_omitted", "id": c["id"]} for c in rules["self_checks"]
+              if checks[c["id"]] != "performed"]
+    formula = rules["formula"]
+    if formula["model"] == "gate":
+        k = _CTX.divide(sum(quality, _0), Decimal(len(quality))) if quality else _1
+        if k < _num(formula["quality_minimum"]):
+            found.append({"kind": "quality_below_minimum", "id": "K", "k": _fmt(k),
+                          "minimum": _fmt(_num(formula["quality_minimum"]))})
+    return sorted(found, key=lambda v: (v["kind"], v["id"]))
+
+
+_NOT_CONSUMING = ("objectively_impossible", "not_verified")
+
+
+def _rework(
+    rules: dict[str, Any], attempt: str, instance: str, award: dict[str, Any],
+    history: list[tuple[str, str, Decimal, Decimal]],
+) -> dict[str, Any]:
+    """What the attempt adds to its instance: the first measured attempt decides it, attempts
+    not consuming it do not; the instance's credits add up to that value."""
+    own = _num(award["value"])
+    line = [*((a, o, v) for a, o, v, _ in history), (attempt, award["outcome"], own)]
+    decided = next((v for _, o, v in line if o not in _NOT_CONSUMING), line[-1][2])
+    credited = _CTX.subtract(decided, sum((c for *_, c in history), _0))
+    return {
+        "instance": instance,
+        "own": _fmt(own),
+        "credited": _fmt(credited),
+        "consumed_by": next((a for a, o, _ in line if o not in _NOT_CONSUMING), None),
+        "rule": rules["formula"].get("rework", "first_attempt_counts"),
+    }
+
+
+@dataclass(slots=True)
+class _Ledger:
+    """What recompute reads from the log, per attempt, in one pass."""
+
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
+    initiated: dict[str, dict[str, Any]] = field(default_factory=dict)
+    raw: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    stored: dict[str, list[tuple[dict[str, Any], str]]] = field(
+        default_factory=lambda: defaultdict(list))
+    written: dict[str, dict[str, Any]] = field(default_factory=lambda: defaultdict(dict))
+    awarded: list[str] = field(default_factory=list)  # in ledger order
+
+    def read(self, ev: dict[str, Any]) -> None:
         kind, data, attempt = ev["kind"], ev["data"], ev["attempt"]
         if kind == "rules.published":
-            rules[data["rules_version"]] = json.loads(data["canonical_rules"])
+            self.rules[data["rules_version"]] = json.loads(data["canonical_rules"])
         elif kind == "attempt.initiated":
-            initiated[attempt] = data
+            self.initiated[attempt] = data
         elif kind == "measurement.raw":
-            raw[attempt].append(data)
-        elif kind in ("indicators.computed", "award.decision"):
-            written[attempt][kind] = data
-    for attempt, stored in written.items():
+            self.raw[attempt].append(data)
+        elif kind == "evidence.stored" and "award.decision" not in self.written[attempt]:
+            self.stored[attempt].append((data, ev["actor"]))  # only what the award could see
+        elif kind in ("evidence.resolved", "indicators.computed", "award.decision",
+                      "training.included"):
+            self.written[attempt].setdefault(kind, data)
+            if kind == "award.decision":
+                self.awarded.append(attempt)
+
+
+def recompute_ledger(store: LedgerStore) -> RecomputeReport:
+    """Replay every attempt with an award, in ledger order, and compare byte for byte with what
+    was written: the evidence resolution, indicators, award (with every violation and the
+    rework credit of its instance) and the training decision."""
+    report = RecomputeReport()
+    log = _Ledger()
+    for ev in _events(store):
+        log.read(ev)
+    history: dict[str, list[tuple[str, str, Decimal, Decimal]]] = defaultdict(list)
+    for attempt in log.awarded:
         report.attempts += 1
-        init = initiated.get(attempt)
-        if init is None or init["rules_version"] not in rules:
+        init = log.initiated.get(attempt)
+        if init is None or init["rules_version"] not in log.rules:
             report.mismatches.append(f"attempt {attempt}: rules or initiation not in the ledger")
             continue
-        ind, award = recompute_attempt(rules[init["rules_version"]], init, raw[attempt])
+        rules = log.rules[init["rules_version"]]
+        raw = log.raw[attempt]
+        resolution, unresolved_reasons, unresolved = _resolve(store, log.stored[attempt], raw)
+        resolved_raw = _without(raw, unresolved)
+        ind, award = recompute_attempt(rules, init, resolved_raw)
+        award["reasons"] = [*award["reasons"], *unresolved_reasons]
+        award["violations"] = _violations(rules, ind["checks"], resolved_raw)
+        instance = str(init.get("instance") or attempt)
+        award["rework"] = _rework(rules, attempt, instance, award, history[instance])
+        history[instance].append((attempt, award["outcome"], _num(award["value"]),
+                                  _num(award["rework"]["credited"])))
+        training = {"included": award["training_use"], "mode": award["mode"],
+                    "verified": award["verified"]}
+        stored = log.written[attempt]
         bad = [
             kind
-            for kind, mine in (("indicators.computed", ind), ("award.decision", award))
+            for kind, mine in (("evidence.resolved", resolution), ("indicators.computed", ind),
+                               ("award.decision", award), ("training.included", training))
             if canonical_json(stored.get(kind)) != canonical_json(mine)
         ]
         if bad:

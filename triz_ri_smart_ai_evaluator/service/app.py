@@ -45,6 +45,10 @@ class Submission(_Body):
     claims: list[Annotated[str, Field(max_length=20_000)]] = Field(default=[], max_length=200)
     diagnostics: list[Annotated[str, Field(max_length=20_000)]] = Field(default=[],
                                                                         max_length=200)
+    #: spec 3.5, 8.6: the task instance this attempt works on (a rework names the instance of
+    #: the first attempt); an instance is credited once across its attempts.
+    instance: str | None = Field(default=None, min_length=1, max_length=200,
+                                 pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$")
 
 
 class PortRequest(_Body):
@@ -224,7 +228,8 @@ def create_app(runtime: Runtime) -> FastAPI:
         except (binascii.Error, ValueError):
             raise InputError("artefact_b64 is not base64") from None
         attempt_id = await runtime.call(
-            lambda: port.submit(body.class_id, artefact, body.claims, body.diagnostics))
+            lambda: port.submit(body.class_id, artefact, body.claims, body.diagnostics,
+                                instance=body.instance))
         queued = body.class_id == PILOT_CLASS and runtime.dispatch_pilot(attempt_id, artefact)
         return Submitted(attempt_id=attempt_id, status="initiated", harness_queued=queued)
 
