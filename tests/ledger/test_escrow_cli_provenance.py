@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.ledger._attempt_cli import with_stored_evidence
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
 from triz_ri_smart_ai_evaluator.ledger import attempts
 from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger
@@ -154,8 +155,8 @@ def make_home(root: Path, *, register_tracker: bool = True,
                           started_at=started, deadline=started + timedelta(days=14))
         values = {"reproduction_fixed": "1", "regression_suite": "1", "p95_latency_ms": "200",
                   "recurrence_free": "1"}
-        attempts.evaluate(store, pinned, inputs_for(DEFECT, values), attempt_id=ATTEMPT,
-                          at=started)
+        inputs = with_stored_evidence(store, ATTEMPT, inputs_for(DEFECT, values))
+        attempts.evaluate(store, pinned, inputs, attempt_id=ATTEMPT, at=started)
         register = ProvenanceRegister(store, actor="evaluator-service")
         key = ComponentKey.from_private_bytes(b"k" * 32)
         if register_tracker:

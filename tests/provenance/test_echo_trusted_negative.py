@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from tests.ledger._attempt_cli import with_stored_evidence
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
 from triz_ri_smart_ai_evaluator.errors import IntegrityError
 from triz_ri_smart_ai_evaluator.ledger import attempts
@@ -141,7 +142,8 @@ def build(path: Path, *, register_tracker: bool = True) -> Defect:
                       deadline=T0 + timedelta(days=14))
     values = {"reproduction_fixed": "1", "regression_suite": "1", "p95_latency_ms": "200",
               "recurrence_free": "1"}
-    attempts.evaluate(store, pinned, inputs_for(DEFECT, values), attempt_id=ATTEMPT, at=T0)
+    inputs = with_stored_evidence(store, ATTEMPT, inputs_for(DEFECT, values))
+    attempts.evaluate(store, pinned, inputs, attempt_id=ATTEMPT, at=T0)
     register = ProvenanceRegister(store, actor="provenance-register",
                                   clock=Clock(T0 + timedelta(days=14)))
     tracker = ComponentKey.from_private_bytes(TRACKER_SEED)

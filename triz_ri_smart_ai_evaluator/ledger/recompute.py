@@ -134,8 +134,10 @@ def _checks(
             if st["state"] == "passed"
             else (_0 if st["state"] == "failed" else _num(st["degree"]))
         )
-        if item["effect"] in failed and st["state"] == "failed":
-            failed[item["effect"]].append(item["id"])
+        if item["effect"] in failed:
+            # issue 10: a critical or gate item counts only when explicitly passed.
+            if st["state"] != "passed":
+                failed[item["effect"]].append(item["id"])
         elif item["effect"] == "quality":
             quality.append(score)
     omitted = []
@@ -162,6 +164,7 @@ def _variable(
             p = _1
             for i in b["indicators"]:
                 p = _CTX.multiply(p, perf[i])
+            p = min(p, _num(b["cap"]["maximum"]) if b.get("cap") else _1)
             low = any(i in below for i in b["indicators"])
             v = _CTX.multiply(B, p) if p >= _num(b["threshold"]) and not low else _0
             blocks[b["id"]] = _fmt(v)
@@ -173,6 +176,8 @@ def _variable(
         overall = _CTX.multiply(overall, perf[i])
     if any(i in below for i in comb["multiplied"]):
         overall = _0
+    limit = _num(comb["overall_cap"]["maximum"]) if comb.get("overall_cap") else _1
+    overall = min(overall, limit)
     base = B if formula["model"] == "gate" else _CTX.multiply(B, k)
     return _CTX.add(base, _CTX.multiply(B, overall)), overall, blocks, overall > 0
 
@@ -244,6 +249,67 @@ def _payloads(
     return indicators, award
 
 
+def _scored(
+    rules: dict[str, Any],
+    perf: dict[str, Decimal],
+    below: list[str],
+    quality: list[Decimal],
+    costs: dict[str, Any],
+    rewarded: list[str],
+    reasons: list[str],
+) -> tuple[str, Decimal, Decimal, Decimal | None, dict[str, str | None], str | None]:
+    """K, then the model's formula, once every gate has passed: (outcome, S, K, Perf_overall,
+    blocks, cost)."""
+    formula = rules["formula"]
+    k = _CTX.divide(sum(quality, _0), Decimal(len(quality))) if quality else _1
+    if formula["model"] == "gate" and k < _num(formula["quality_minimum"]):
+        reasons.append(f"K {_fmt(k)} below the mandatory level")
+        negative = _num(formula["negative_value"]) if formula["negative_value"] is not None else _0
+        return "quality_violation", negative, k, None, {}, None
+    cost = costs.get(formula["cost"]["id"]) if formula["cost"] else None
+    reasons += [f"below minimum performance: {i}" for i in below]
+    value, overall, blocks, any_result = _variable(rules, perf, below, k)
+    if not any_result:
+        outcome = "not_obtained"
+    elif all(perf[i] >= _1 for i in rewarded):
+        outcome = "obtained"
+    else:
+        outcome = "partial"
+    return outcome, value, k, overall, blocks, cost
+
+
+def _neutral(
+    rules: dict[str, Any],
+    obstacles: list[dict[str, Any]],
+    unmeasured: list[str],
+    check_state: dict[str, str],
+    omitted: list[str],
+) -> tuple[Decimal | None, list[str]] | None:
+    """Spec 6.5 as the calculator applies it (ADR 4): None when no accepted obstacle meets an
+    unmeasured rewarded indicator; (None, reasons) when some unmeasured one is not named;
+    (neutral value, reasons) when every one is."""
+    if not obstacles or not unmeasured:
+        return None
+    covered = {i for o in obstacles for i in o["indicators"]}
+    missing = [i for i in unmeasured if i not in covered]
+    if missing:
+        return None, [f"obstacle does not name {', '.join(missing)}; not neutralised"]
+    reasons = [
+        "uncontrollable obstacle recorded by a trusted source kept "
+        f"{', '.join(unmeasured)} from being measured"
+    ]
+    admissible = not omitted and all(
+        check_state[c["id"]] == "passed" for c in rules["checklist"] if c["effect"] == "critical"
+    )
+    if not admissible:
+        reasons.append(
+            "neutral signal withheld: a critical item or mandatory self-check is not verified"
+        )
+        return _0, reasons
+    return (_num(rules["formula"]["base_unit"]) if rules["formula"]["neutral"] == "base"
+            else _0), reasons
+
+
 def recompute_attempt(
     rules: dict[str, Any], initiated: dict[str, Any], raw: list[dict[str, Any]]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -255,7 +321,6 @@ def recompute_attempt(
     claims = [r["text"] for r in raw if r["what"] == "claim"]
     obstacles = _accepted_obstacles(rules, raw)
     comb, formula = rules["combination"], rules["formula"]
-    B = _num(formula["base_unit"])
     negative = _num(formula["negative_value"]) if formula["negative_value"] is not None else _0
     rewarded = list(comb["multiplied"]) + [i for b in comb["blocks"] for i in b["indicators"]]
     perf, status, below = _performance(rules, initiated, meas)
@@ -269,13 +334,17 @@ def recompute_attempt(
     unverified = [
         f"indicator {i}: {status[i]}" for i in status if i in rewarded and status[i] != "verified"
     ] + bad_checks
-    if obstacles:
-        reasons.append("uncontrollable obstacle recorded by a trusted source")
-        outcome, value = "objectively_impossible", (B if formula["neutral"] == "base" else _0)
-    elif failed["critical"]:
+    unmeasured = [i for i in status if i in rewarded and status[i] != "verified"]
+    neutral = _neutral(rules, obstacles, unmeasured, check_state, omitted)
+    if failed["critical"]:
+        # spec 5.5 before 6.5: an obstacle never neutralises a verified critical violation.
         reasons += [f"critical violation: {i}" for i in failed["critical"]]
         outcome, value, critical = "quality_violation", negative, True
+    elif neutral is not None and neutral[0] is not None:
+        reasons += neutral[1]
+        outcome, value = "objectively_impossible", neutral[0]
     elif unverified:
+        reasons += neutral[1] if neutral is not None else []
         reasons += unverified
         outcome, value = ("claimed_not_verified" if claims else "not_verified"), _0
     elif omitted:
@@ -285,20 +354,9 @@ def recompute_attempt(
         reasons += [f"gate failed: {i}" for i in failed["gate"]]
         outcome, value = "not_obtained", _0
     else:
-        k = _CTX.divide(sum(quality, _0), Decimal(len(quality))) if quality else _1
-        if formula["model"] == "gate" and k < _num(formula["quality_minimum"]):
-            reasons.append(f"K {_fmt(k)} below the mandatory level")
-            outcome, value = "quality_violation", negative
-        else:
-            cost = costs.get(formula["cost"]["id"]) if formula["cost"] else None
-            reasons += [f"below minimum performance: {i}" for i in below]
-            value, overall, blocks, any_result = _variable(rules, perf, below, k)
-            if not any_result:
-                outcome = "not_obtained"
-            elif all(perf[i] >= _1 for i in rewarded):
-                outcome = "obtained"
-            else:
-                outcome = "partial"
+        outcome, value, k, overall, blocks, cost = _scored(
+            rules, perf, below, quality, costs, rewarded, reasons
+        )
     return _payloads(
         rules,
         initiated,
