@@ -33,7 +33,7 @@ from .ledger.log import (
 from .ledger.recompute import recompute_ledger
 from .ledger.witness import WitnessStore
 from .rules.loader import BUNDLED_CATALOGUE, load_catalogue
-from .rules.versions import pin
+from .rules.versions import BUNDLED_STORE, RulesStore, pin_published
 from .signal.calculator import SignalCalculator
 from .signal.inputs import AttemptInputs, Measurement
 
@@ -262,10 +262,14 @@ def attempt_evaluate(
     db: DbOpt = DEFAULT_DB,
     keys: KeysOpt = DEFAULT_KEYS,
     catalogue: Annotated[Path, typer.Option(help="Task-class folder.")] = BUNDLED_CATALOGUE,
+    store: Annotated[Path, typer.Option(
+        "--store", envvar="TRIZ_EVAL_RULES_STORE",
+        help="Published rules versions (default: the bundled store).")] = BUNDLED_STORE,
     as_json: JsonOpt = False,
 ) -> None:
     """Initiate an attempt in the ledger, store its evidence, record its measurements and
-    award its signal.
+    award its signal under the published rules version in force now (checked against its
+    hash; a catalogue file that edits a published version in place exits 3).
 
     Every evidence digest in the inputs must be the SHA-256 of a file given with
     --evidence-dir (or stored for this attempt otherwise): a digest that resolves to nothing is
@@ -276,7 +280,7 @@ def attempt_evaluate(
         raise InputError(f"unknown task class {task_class!r}")
     inputs = load_model(input_file, AttemptInputs)
     now = datetime.now(UTC)
-    pinned = pin(classes[task_class], started_at=now)
+    pinned = pin_published(RulesStore(store), classes[task_class], started_at=now)
     files = ([] if evidence_dir is None
              else _evidence_files(evidence_dir, {s.id for s in pinned.task_class.sources}))
     try:

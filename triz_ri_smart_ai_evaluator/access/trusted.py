@@ -31,6 +31,7 @@ from ..ledger.attempts import (
     attempt_record,
     evaluate,
     record_measurements,
+    rules_in_ledger,
     rules_published_in,
 )
 from ..ledger.events import Event, EventKind, NewEvent, parse_body
@@ -432,13 +433,12 @@ class TrustedPort:
         tc = self._catalogue.version(version)
         if tc is not None:
             return tc
-        marker = f'"kind":"{EventKind.RULES_PUBLISHED.value}"'.encode()
-        for _, body in self._store.scan():
-            if marker in body:
-                data = json.loads(body)["data"]
-                if data.get("rules_version") == version:
-                    return TaskClass.model_validate(json.loads(data["canonical_rules"]))
-        raise InputError(f"rules version {version[:12]} is neither served nor in the ledger")
+        try:
+            return rules_in_ledger(self._store, version)
+        except InputError as e:
+            raise InputError(
+                f"rules version {version[:12]} is neither served nor in the ledger"
+            ) from e
 
     def _append_outcome(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
                         ) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError, IntegrityError
 from ..rules.task_class import TaskClass
-from ..rules.versions import PinnedRules, canonical_rules, pin
+from ..rules.versions import PinnedRules, canonical_rules, pin, rules_from_canonical
 from ..signal.calculator import SignalCalculator
 from ..signal.escrow import Settlement, settle_escrow
 from ..signal.inputs import AttemptInputs, Measurement
@@ -44,6 +44,7 @@ __all__ = [
     "reconcile",
     "record_measurements",
     "record_settlement",
+    "rules_in_ledger",
     "rules_published_in",
     "settle",
     "verify_late_evidence",
@@ -466,10 +467,17 @@ def reconcile(store: LedgerStore, *, now: datetime) -> list[str]:
     return late
 
 
-def _rules_of(store: LedgerStore, version: str) -> TaskClass:
+def rules_in_ledger(store: LedgerStore, version: str) -> TaskClass:
+    """The task class the ledger's ``rules.published`` event holds for ``version``, checked
+    against its hash before use (issue 10, spec 10.5): rules edited in the database are an
+    integrity failure, never used under the old label.
+
+    Raises InputError when the ledger has no such event, IntegrityError when it does not hash
+    to ``version``.
+    """
     for fields in _scan_kind(store, EventKind.RULES_PUBLISHED):
         if fields["data"]["rules_version"] == version:
-            return TaskClass.model_validate(json.loads(fields["data"]["canonical_rules"]))
+            return rules_from_canonical(fields["data"]["canonical_rules"], version)
     raise InputError(f"rules version {version[:12]} is not in the ledger")
 
 
@@ -639,7 +647,7 @@ def settle(
     """
     events = verify_settleable(store, attempt_id)
     initiated = next(e for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value).data
-    tc = _rules_of(store, initiated["rules_version"])
+    tc = rules_in_ledger(store, initiated["rules_version"])
     pinned = pin(
         tc,
         started_at=datetime.fromisoformat(initiated["started_at"]),

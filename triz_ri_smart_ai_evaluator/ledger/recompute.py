@@ -11,6 +11,7 @@ No I/O apart from reading the store it is handed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterator
@@ -510,7 +511,11 @@ class _Ledger:
     def read(self, ev: dict[str, Any]) -> None:
         kind, data, attempt = ev["kind"], ev["data"], ev["attempt"]
         if kind == "rules.published":
-            self.rules[data["rules_version"]] = json.loads(data["canonical_rules"])
+            text = str(data["canonical_rules"])
+            # issue 10: rules whose bytes no longer hash to their version are not used; the
+            # attempts pinned to them are reported as not reproducible.
+            if hashlib.sha256(text.encode("utf-8")).hexdigest() == data["rules_version"]:
+                self.rules[data["rules_version"]] = json.loads(text)
         elif kind == "attempt.initiated":
             self.initiated[attempt] = data
         elif kind == "measurement.raw":
@@ -537,7 +542,10 @@ def recompute_ledger(store: LedgerStore) -> RecomputeReport:
         report.attempts += 1
         init = log.initiated.get(attempt)
         if init is None or init["rules_version"] not in log.rules:
-            report.mismatches.append(f"attempt {attempt}: rules or initiation not in the ledger")
+            report.mismatches.append(
+                f"attempt {attempt}: its rules (matching their hash) or initiation are not in "
+                "the ledger"
+            )
             continue
         rules = log.rules[init["rules_version"]]
         raw = log.raw[attempt]

@@ -297,13 +297,8 @@ def _pinned_at_start(store: LedgerStore, initiated: Mapping[str, Any]) -> Pinned
     version = str(initiated["rules_version"])
     tc: TaskClass | None = load_catalogue().get(TASK_CLASS)
     if tc is None or rules_version(tc) != version:
-        kind = EventKind.RULES_PUBLISHED.value
-        rows = (json.loads(body) for _, body in store.scan() if kind.encode() in body)
-        texts = [r["data"]["canonical_rules"] for r in rows
-                 if r["kind"] == kind and r["data"].get("rules_version") == version]
-        if not texts:
-            raise InputError(f"rules version {version[:12]} is neither served nor in the ledger")
-        tc = TaskClass.model_validate_json(texts[0])
+        # issue 10: the ledger's copy is checked against its hash before it is used.
+        tc = attempts.rules_in_ledger(store, version)
     return pin(tc, started_at=datetime.fromisoformat(str(initiated["started_at"])),
                version=version)
 
