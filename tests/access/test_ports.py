@@ -191,7 +191,9 @@ def test_training_consumer_sees_only_final_verified(world: World) -> None:
     _evaluated(world)
     answer = world.trusted(Role.TRAINING_CONSUMER).request(
         "awards_and_signals", "read", {"attempt_id": world.attempt})
-    assert set(answer) == {"attempt_id", "final", "verified", "rules_version", "training_use"}
+    assert set(answer) == {"attempt_id", "final", "credited", "verified", "rules_version",
+                           "training_use"}
+    assert answer["credited"] is None
     assert answer["final"] is None
     assert answer["verified"] is False
     owner = world.trusted(Role.OWNER).request("awards_and_signals", "read",

@@ -97,3 +97,21 @@ def test_a_policy_cannot_join_another_policys_instance(service: Service) -> None
 
 def test_a_malformed_instance_is_refused_by_the_schema(service: Service) -> None:
     assert _submit(service, "not an id\n").status_code == 422
+
+
+def test_the_training_consumer_reads_the_instance_credit_not_the_rework_signal(
+    service: Service,
+) -> None:
+    """spec 3.5, 11.6 on the reward channel: the training loop's final read of a correction
+    carries its credit (0), and the instance's credits add up to its signal."""
+    first = _attempt(service, "task-c")
+    _evaluate(service, first, "pilot_02_partial")
+    fix = _attempt(service, "task-c")
+    _evaluate(service, fix, "pilot_02_honest", instance="task-c")
+    with service.trusted(Role.TRAINING_CONSUMER) as trainer:
+        reads = [trainer.request("awards_and_signals", "read", {"attempt_id": a})
+                 for a in (first, fix)]
+    assert reads[1]["final"] == "2"  # the correction's own signal, recorded
+    assert reads[1]["credited"] == "0"  # what it adds to the instance
+    assert Decimal(reads[0]["credited"]) + Decimal(reads[1]["credited"]) == Decimal(
+        reads[0]["final"])

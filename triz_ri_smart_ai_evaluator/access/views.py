@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from ..ledger.events import OUTCOME_KINDS, Event, EventKind
+from ..rules._values import format_exact
 from ..rules.task_class import TaskClass
 from ..rules.versions import PinnedRules
 
@@ -145,10 +147,25 @@ def final_award(events: Iterable[Event]) -> dict[str, Any]:
     usable = final is not None and verified and quarantine == "clear"
     return {
         "final": final if usable else None,
+        "credited": _credited(listed, award, final) if usable else None,
         "verified": verified,
         "rules_version": None if award is None else award.get("rules_version"),
         "training_use": None if award is None else award.get("training_use"),
     }
+
+
+def _credited(events: list[Event], award: Mapping[str, Any] | None, final: Any) -> str | None:
+    """What the attempt adds to its task instance's signal (spec 3.5, 8.6, 11.6): the award's
+    rework credit, moved by the escrow settlement when this attempt is the one that consumed
+    the instance, so an instance's credits always add up to its final signal."""
+    rework = None if award is None else award.get("rework")
+    if not isinstance(rework, Mapping) or rework.get("credited") is None:
+        return None
+    credited = Decimal(str(rework["credited"]))
+    initiated = next(iter(of_kind(events, EventKind.ATTEMPT_INITIATED)), {})
+    if rework.get("consumed_by") == initiated.get("attempt_id") and award is not None:
+        credited += Decimal(str(final)) - Decimal(str(award.get("value")))
+    return format_exact(credited)
 
 
 def quarantine_of(events: Iterable[Event]) -> str:
