@@ -76,10 +76,14 @@ class PolicyClient(_Client):
         return _answer(self._http.get(f"/v1/policy/tasks/{class_id}", headers=self._headers))
 
     def submit(self, class_id: str, artefact: bytes, *, claims: Sequence[str] = (),
-               diagnostics: Sequence[str] = ()) -> str:
-        """Hand in an artefact; return the attempt id."""
-        body = {"class_id": class_id, "artefact_b64": base64.b64encode(artefact).decode(),
-                "claims": list(claims), "diagnostics": list(diagnostics)}
+               diagnostics: Sequence[str] = (), instance: str | None = None) -> str:
+        """Hand in an artefact; return the attempt id.  ``instance`` names the task instance
+        the attempt reworks (spec 3.5): an instance is credited once across its attempts."""
+        body: dict[str, Any] = {"class_id": class_id,
+                                "artefact_b64": base64.b64encode(artefact).decode(),
+                                "claims": list(claims), "diagnostics": list(diagnostics)}
+        if instance is not None:
+            body["instance"] = instance
         return str(_answer(self._http.post("/v1/policy/attempts", json=body,
                                            headers=self._headers))["attempt_id"])
 
