@@ -150,3 +150,51 @@ def test_an_award_from_rules_edited_in_the_ledger_does_not_recompute(tmp_path: P
             attempts.settle(store, "d-1", late=None, at=datetime(2026, 12, 20, tzinfo=UTC))
     finally:
         store.close()
+
+
+MISSING = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@MISSING
+@given(data=st.data())
+def test_a_missing_evidence_blob_never_raises_the_signal(data: st.DataObject) -> None:
+    """issue 10 class 6: the same attempt with some of its evidence blobs never stored is
+    awarded at most what it is awarded with every blob stored (or 0), and a value whose only
+    evidence is missing is not verified."""
+    class_id = data.draw(st.sampled_from([PILOT, DEFECT, DOCS]))
+    doc = data.draw(attempt(class_id))
+    try:
+        inputs = AttemptInputs.model_validate(doc)
+        calculator(class_id).compute(inputs)
+    except InputError:
+        return
+    pinned = pin(task_class(class_id), started_at=STARTED)
+    with tempfile.TemporaryDirectory() as folder:
+        store = SqliteStore.open(Path(folder) / "ledger.db")
+        try:
+            attempts.initiate(store, pinned, attempt_id="a-1", task_version=pinned.version,
+                              started_at=STARTED, deadline=STARTED + timedelta(hours=1))
+            full = with_stored_evidence(store, "a-1", inputs)
+            cited = sorted({d for group in (full.measurements, full.checklist, full.self_checks)
+                            for item in group.values() for d in item.evidence})
+            dropped = set(data.draw(st.lists(st.sampled_from(cited), unique=True))
+                          if cited else [])
+            # The same digests, but the blobs of ``dropped`` were never stored: cite digests
+            # of content nobody stored instead.
+            doc_missing = full.model_dump(mode="json")
+            for group in ("measurements", "checklist", "self_checks"):
+                for item in doc_missing[group].values():
+                    item["evidence"] = [("f" * 64 if d in dropped else d)
+                                        for d in item["evidence"]]
+            missing = AttemptInputs.model_validate(doc_missing)
+            with_all = calculator(class_id).compute(full)
+            awarded = attempts.evaluate(store, pinned, missing, attempt_id="a-1", at=STARTED)
+            # A missing blob can only take S down to 0; from a negative value it gives 0,
+            # since a violation whose evidence is gone is no verified violation (spec 6.6).
+            assert awarded.value <= max(with_all.value, Decimal(0))
+            by_id = {line.id: line for line in awarded.indicators}
+            for ind_id, item in doc_missing["measurements"].items():
+                if item["evidence"] and set(item["evidence"]) == {"f" * 64}:
+                    assert by_id[ind_id].status.value != "verified"
+        finally:
+            store.close()
