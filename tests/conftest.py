@@ -14,6 +14,7 @@ _SLOW = (
     "pilot/",
     "sandbox/",
     "service/test_load.py",
+    "service/test_hostile.py",
     "service/test_fuzz.py",
     "service/test_matrix_http.py",
     "service/test_service_postgres.py",

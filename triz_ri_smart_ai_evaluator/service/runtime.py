@@ -14,6 +14,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import json
 import logging
 import threading
 import time
@@ -69,6 +70,44 @@ def open_store(config: ServiceConfig, base: Path) -> LedgerStore:
     return SqliteStore.open(path, policy=policy)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class OrphanedRun:
+    """A pilot attempt with a submitted artefact and no outcome (see Runtime._reconcile)."""
+
+    attempt_id: str
+    artefact_sha256: str | None
+    began: bool
+    requeued: bool
+
+
+def orphaned_pilot_runs(store: LedgerStore) -> list[OrphanedRun]:
+    """Every pilot 02 attempt that was submitted with an artefact and has no outcome."""
+    markers = (b'"attempt.', b'"what":"candidate"')
+    initiated: dict[str, str | None] = {}
+    finished: set[str] = set()
+    began: set[str] = set()
+    requeued: set[str] = set()
+    for _, body in store.scan():
+        if not any(m in body for m in markers):
+            continue
+        fields = json.loads(body)
+        kind, attempt = fields["kind"], fields["attempt"]
+        data = fields["data"]
+        if kind == EventKind.ATTEMPT_INITIATED.value and data.get("task_class") == PILOT_CLASS:
+            initiated[attempt] = data.get("artefact_sha256")
+        elif kind in OUTCOME_KINDS:
+            finished.add(attempt)
+        elif kind == EventKind.ATTEMPT_REQUEUED.value:
+            requeued.add(attempt)
+        elif kind == EventKind.EVIDENCE_STORED.value and data.get("what") == "candidate":
+            began.add(attempt)
+    return [
+        OrphanedRun(a, digest, a in began, a in requeued)
+        for a, digest in initiated.items()
+        if a not in finished and digest is not None
+    ]
+
+
 class Runtime:
     """The service's state.  Construct with :meth:`start`; :meth:`close` stops it."""
 
@@ -95,10 +134,59 @@ class Runtime:
         runtime = cls(config, base)
         try:
             runtime._ledger.submit(runtime._open, grouped=False).result()
+            requeue = runtime._ledger.submit(runtime._reconcile, grouped=False).result()
         except BaseException:
             runtime._ledger.shutdown()
             raise
+        for attempt_id, artefact in requeue:
+            runtime.dispatch_pilot(attempt_id, artefact)
         return runtime
+
+    def _reconcile(self) -> list[tuple[str, bytes]]:
+        """Issue 11, spec 10.4: on start, no pilot attempt queued for the harness before a
+        crash is left ``initiated`` forever.  Each one whose run never began is queued again
+        once (``attempt.requeued``, recorded before it runs); one whose run had begun (the
+        harness stored its candidate), was already queued again, or whose artefact is gone
+        ends ``errored`` with the reason.  Returns the runs to queue.
+
+        Only this service runs harnesses for its ledger: one service per ledger."""
+        if self._harness is None:
+            return []  # no worker pool: the attempts wait for an external trusted harness
+        orphans = orphaned_pilot_runs(self.store)
+        now = datetime.now(UTC)
+        requeue: list[tuple[str, bytes]] = []
+        ended: list[NewEvent] = []
+        queued: list[NewEvent] = []
+        for orphan in orphans:
+            artefact = None
+            if orphan.artefact_sha256 is not None:
+                with contextlib.suppress(EvaluatorError, KeyError):
+                    artefact = self.store.get_evidence(orphan.artefact_sha256)
+            reason = (
+                "the service stopped after the harness run began; it is not run twice"
+                if orphan.began
+                else "the run was lost in a restart once already"
+                if orphan.requeued
+                else "the submitted artefact is not in the evidence store"
+                if artefact is None
+                else None
+            )
+            if reason is not None or artefact is None:
+                ended.append(NewEvent.make(
+                    EventKind.ATTEMPT_ERRORED, {"reason": reason, "stage": "service restart"},
+                    actor="evaluator-service", at=now, attempt=orphan.attempt_id))
+                continue
+            queued.append(NewEvent.make(
+                EventKind.ATTEMPT_REQUEUED,
+                {"reason": "the service restarted before the queued harness run began",
+                 "artefact_sha256": orphan.artefact_sha256},
+                actor="evaluator-service", at=now, attempt=orphan.attempt_id))
+            requeue.append((orphan.attempt_id, artefact))
+        if ended or queued:
+            self.store.append([*ended, *queued])
+            log.warning("restart: %d pilot run(s) queued again, %d ended errored",
+                        len(queued), len(ended))
+        return requeue
 
     def _open(self) -> None:
         self.store = open_store(self.config, self.base)
