@@ -40,6 +40,8 @@ class EventKind(StrEnum):
     ATTEMPT_CANCELLED = "attempt.cancelled"
     ATTEMPT_VERIFICATION_FAILED = "attempt.verification_failed"
     ATTEMPT_ABANDONED = "attempt.abandoned"
+    #: A queued harness run lost in a crash, queued again once on restart (issue 11).
+    ATTEMPT_REQUEUED = "attempt.requeued"
     MEASUREMENT_RAW = "measurement.raw"
     EVIDENCE_STORED = "evidence.stored"
     #: Which evidence digests an award's inputs cite resolved to stored blobs (issue 10).
@@ -60,6 +62,9 @@ class EventKind(StrEnum):
     POLICY_OUTPUT = "policy.output"
     TRAINING_INCLUDED = "training.included"
     ACCESS_VIOLATION = "access.violation"
+    #: A request the service refused before the access matrix (401, 400, 413, 422, 429,
+    #: 503) on the trusted port, rate-limited with a count of the suppressed (issue 11).
+    SERVICE_REFUSAL = "service.refusal"
     GATE_TRANSITION = "gate.transition"
     INJECTION_DETECTED = "injection.detected"
 
