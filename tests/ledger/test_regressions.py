@@ -97,7 +97,7 @@ def test_owner_rewriting_the_tail_and_resigning_is_located_from_the_witness(worl
     conn.execute("DELETE FROM events WHERE seq >= 12")
     conn.execute("DELETE FROM checkpoints WHERE size > 10")
     conn.close()
-    forged = world.store()
+    forged = open_sqlite_ledger(world.db, world.keys, unsafe_resign_head=True)  # holds the key
     forged.append([_event(i, data={"forged": i}) for i in range(12, 16)], force_checkpoint=True)
     forged.append([_event(i, data={"forged": i}) for i in range(16, 21)], force_checkpoint=True)
     forged.close()

@@ -67,6 +67,9 @@ class EventKind(StrEnum):
     SERVICE_REFUSAL = "service.refusal"
     GATE_TRANSITION = "gate.transition"
     INJECTION_DETECTED = "injection.detected"
+    #: The store refused a tail that did not match its signed head; recorded on the next good
+    #: start, after the operator restored the database (issue 11).
+    LEDGER_TAMPER_DETECTED = "ledger.tamper_detected"
 
 
 #: Outcome kinds: an attempt with one of these is finished (the reconciler leaves it alone).

@@ -95,15 +95,18 @@ def open_sqlite_ledger(
     key_dir: Path | None = None,
     *,
     every_events: int = 1000,
-    every_seconds: float = 60.0,
+    every_seconds: float = 10.0,
     read_only: bool = False,
+    unsafe_resign_head: bool = False,
 ) -> SqliteStore:
-    """Open a SQLite ledger; with ``key_dir`` it signs checkpoints with the log key."""
+    """Open a SQLite ledger; with ``key_dir`` it signs checkpoints with the log key, and
+    refuses a tail that does not match its signed head (see :meth:`SqliteStore.open`)."""
     policy = None
     if key_dir is not None:
         signer = load_log_signer(key_dir)
         policy = CheckpointPolicy(signer, signer.name, every_events, every_seconds, time.time)
-    return SqliteStore.open(db, policy=policy, read_only=read_only, create=not read_only)
+    return SqliteStore.open(db, policy=policy, read_only=read_only, create=not read_only,
+                            unsafe_resign_head=unsafe_resign_head)
 
 
 def leaf_hashes(store: LedgerStore) -> list[bytes]:
@@ -258,9 +261,11 @@ def verify_ledger(
                 notes.append((Checkpoint.from_body(body).size, note))
             except IntegrityError as e:
                 report.fail("witness checkpoint", f"does not verify ({e.diagnostics()})")
-        anchors += anchors_from_notes(
+        witnessed = anchors_from_notes(
             notes, origin=origin, verifiers=[log_key, witness_key], by="witness", report=report
         )
+        report.witnessed_size = max((a.size for a in witnessed), default=0)
+        anchors += witnessed
     evidence: dict[str, bytes | None] | None = None
     if check_evidence:
         evidence = {}

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
-from .events import Event, NewEvent
+from .events import GENESIS_PREV, Event, EventKind, NewEvent
 from .merkle import HASH_SIZE, MerkleAccumulator, leaf_hash
-from .store import Batch, CheckpointPolicy, Head, Sequencer
+from .store import Batch, CheckpointPolicy, Head, Sequencer, open_head, sign_head
 
 _PROTECTED = ("events", "evidence", "checkpoints")
 
@@ -50,7 +53,16 @@ CREATE TABLE IF NOT EXISTS head (
     cp_size INTEGER NOT NULL,
     cp_time REAL NOT NULL
 ) STRICT;
+CREATE TABLE IF NOT EXISTS signed_head (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    note TEXT NOT NULL
+) STRICT;
 """
+#: Beside the database: why the store last refused its tail (issue 11), recorded in the ledger
+#: as an alarm event on the next start whose tail verifies (after the operator restored it).
+ALARM_SUFFIX = ".alarm"
+_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
 
 
 def _triggers() -> str:
@@ -83,6 +95,13 @@ def _authorizer(
     return sqlite3.SQLITE_OK
 
 
+def _chmod_private(path: Path) -> None:
+    """Mode 0600 for the database and the files SQLite keeps beside it (issue 11)."""
+    for suffix in _SIDE_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(path.with_name(path.name + suffix), 0o600)
+
+
 def _pack(peaks: Sequence[bytes]) -> bytes:
     return b"".join(peaks)
 
@@ -99,6 +118,11 @@ class SqliteStore:
         self.path = path
         self._sequencer = Sequencer(policy)
         self._grouped = False
+        # Issue 11: the head this process last verified or wrote, and its signed note.  Every
+        # append checks the stored log still ends there before it seals anything after it.
+        self._verified: Head | None = None
+        self._note: str | None = None
+        self._pending: tuple[Head, str] | None = None
 
     @classmethod
     def open(
@@ -108,11 +132,17 @@ class SqliteStore:
         policy: CheckpointPolicy | None = None,
         create: bool = True,
         read_only: bool = False,
+        unsafe_resign_head: bool = False,
     ) -> SqliteStore:
-        """Open (or create) a ledger file.
+        """Open (or create) a ledger file.  With a ``policy`` (the log key) the events after the
+        last checkpoint are verified against the signed head first (issue 11).
+
+        ``unsafe_resign_head`` signs whatever the file now holds as the head instead: only for
+        a ledger written before signed heads, or a key holder who deliberately takes the file
+        as it is; it gives up the protection of the unwitnessed tail.
 
         Raises InputError when it does not exist and ``create`` is false, IntegrityError when the
-        file is not a ledger database.
+        file is not a ledger database or its tail does not match the signed head.
         """
         if not path.exists() and (read_only or not create):
             raise InputError(f"{path}: no ledger database here")
@@ -122,8 +152,15 @@ class SqliteStore:
                     f"file:{path}?mode=ro", uri=True, timeout=30, isolation_level=None
                 )
             else:
-                conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-                conn.execute("PRAGMA journal_mode=WAL")
+                # Issue 11: the database, its WAL and shared memory are the owner's alone.
+                old = os.umask(0o077)
+                try:
+                    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                finally:
+                    os.umask(old)
+                _chmod_private(path)
                 conn.execute("PRAGMA synchronous=FULL")
                 conn.execute("PRAGMA recursive_triggers=ON")
                 conn.executescript(_SCHEMA + _triggers())
@@ -138,10 +175,138 @@ class SqliteStore:
         store = cls(conn, path, policy)
         try:
             store._sequencer.verify_signer(store.checkpoints(), str(path))
+            if policy is not None and not read_only:
+                if unsafe_resign_head:
+                    store._resign_head()
+                store._start()
         except BaseException:
             conn.close()
             raise
         return store
+
+    # -- the signed head (issue 11) -----------------------------------------------------
+    def _resign_head(self) -> None:
+        policy = self._sequencer.policy
+        assert policy is not None
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                top = self._conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
+                note = sign_head(self._rebuild_head(top[0]), policy.signer, policy.origin)
+                self._conn.execute("INSERT OR REPLACE INTO signed_head (id, note) VALUES (1, ?)",
+                                   (note,))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as e:
+            raise self._unreadable(e) from e
+
+    def _start(self) -> None:
+        """Verify the tail against the signed head now, and record the alarm left by an
+        earlier refusal once the tail verifies again.  Raises IntegrityError."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._checked_head()
+            finally:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.DatabaseError as e:
+            raise self._unreadable(e) from e
+        alarm = self.path.with_name(self.path.name + ALARM_SUFFIX)
+        try:
+            reason = alarm.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return
+        except (OSError, UnicodeDecodeError) as e:
+            reason = f"unreadable alarm file ({e})"
+        now = datetime.now(UTC)
+        self.append([NewEvent.make(EventKind.LEDGER_TAMPER_DETECTED,
+                                   {"refused": reason[:2000], "size": self._verified_size()},
+                                   actor="ledger", at=now)], force_checkpoint=True)
+        alarm.unlink(missing_ok=True)
+
+    def _verified_size(self) -> int:
+        return self._verified.size if self._verified is not None else 0
+
+    def _refuse(self, message: str) -> IntegrityError:
+        """An IntegrityError for a tail that does not match the signed head; the reason is
+        kept beside the database for the alarm event of the next good start."""
+        text = f"{self.path}: {message}; refusing to append or sign (restore the database)"
+        with contextlib.suppress(OSError):
+            fd = os.open(self.path.with_name(self.path.name + ALARM_SUFFIX),
+                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(datetime.now(UTC).isoformat() + " " + message + "\n")
+        self._verified = self._note = None
+        return IntegrityError(text)
+
+    def _check_chain(self, first: int, first_leaf: str | None, last: int, last_leaf: str) -> None:
+        """Rows ``first..last`` are contiguous, each links to the one before, row ``first``
+        has ``first_leaf`` (when given) and row ``last`` has ``last_leaf``.  By the chain, that
+        pins every row in between.  Raises IntegrityError."""
+        if last == 0:
+            return
+        prev: str | None = GENESIS_PREV if first == 0 else None
+        expected = max(first, 1)
+        for seq, body in self.scan(expected, last):
+            if seq != expected:
+                raise self._refuse(f"event {expected} is missing")
+            try:
+                link = json.loads(body)["prev"]
+            except (ValueError, KeyError, TypeError):
+                raise self._refuse(f"event {seq} is not a sealed event") from None
+            leaf = leaf_hash(body).hex()
+            if seq == first and first_leaf is not None and leaf != first_leaf:
+                raise self._refuse(f"event {seq} differs from the signed head")
+            if prev is not None and link != prev:
+                raise self._refuse(f"event {seq} does not link to event {seq - 1}")
+            prev, expected = leaf, seq + 1
+        if expected != last + 1:
+            raise self._refuse(f"events {expected}..{last} under the signed head are missing")
+        if prev != last_leaf:
+            raise self._refuse(f"event {last} differs from the signed head")
+
+    def _checked_head(self) -> Head:
+        """The head to seal after, verified against the log key's signed head: incrementally
+        (one row) when this process wrote the head, the rows since when another writer did,
+        the tail since the last checkpoint on the first append.  Inside the write
+        transaction.  Raises IntegrityError."""
+        policy = self._sequencer.policy
+        top = self._conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        row = self._conn.execute("SELECT note FROM signed_head WHERE id = 1").fetchone()
+        note = None if row is None else str(row[0])
+        if policy is None:
+            if note is not None:
+                raise IntegrityError(f"{self.path}: this ledger's head is signed; appending "
+                                     "needs the log key")
+            return self._head()
+        if note is None:
+            if self.checkpoints():
+                raise self._refuse("the signed head is missing")
+            # Never signed (written without the key): there is nothing to protect yet.
+            return self._rebuild_head(top) if top else Head.empty()
+        mine = self._verified
+        if mine is not None and note == self._note:
+            head = mine
+            self._check_chain(head.size, head.last_leaf, head.size, head.last_leaf)
+        else:
+            try:
+                head = open_head(note, policy.signer.verifier, policy.origin)
+            except IntegrityError as e:
+                raise self._refuse(f"the signed head does not verify ({e.diagnostics()})") from e
+            if mine is not None:
+                if head.size < mine.size:
+                    raise self._refuse(f"the signed head went back from {mine.size} "
+                                       f"to {head.size}")
+                self._check_chain(mine.size, mine.last_leaf, head.size, head.last_leaf)
+            else:
+                start = min(head.last_checkpoint_size, head.size)
+                self._check_chain(start, None, head.size, head.last_leaf)
+        if top != head.size:
+            raise self._refuse(f"the log has {top} events, the signed head {head.size}")
+        self._verified, self._note = head, note
+        return head
 
     # -- writing ----------------------------------------------------------------------
     def _head(self) -> Head:
@@ -181,9 +346,13 @@ class SqliteStore:
                 batch = self._write(events, force_checkpoint)
                 conn.execute(commit)
             except BaseException:
+                self._pending = None
                 for statement in undo:
                     conn.execute(statement)
                 raise
+            if self._pending is not None:
+                self._verified, self._note = self._pending
+                self._pending = None
         except sqlite3.IntegrityError as e:
             raise IntegrityError(f"{self.path}: append refused: {e}") from e
         except sqlite3.DatabaseError as e:
@@ -194,7 +363,12 @@ class SqliteStore:
 
     def _write(self, events: Sequence[NewEvent], force_checkpoint: bool) -> Batch:
         conn = self._conn
-        batch = self._sequencer.seal(self._head(), events, force_checkpoint=force_checkpoint)
+        head = self._checked_head()
+        batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
+        if batch.checkpoint is not None and head.size > head.last_checkpoint_size:
+            # Before the log key signs a root over them, the rows since the last checkpoint
+            # must still be the ones the signed head pins (once per checkpoint: cheap).
+            self._check_chain(head.last_checkpoint_size, None, head.size, head.last_leaf)
         conn.executemany(
             "INSERT INTO events (seq, leaf, kind, attempt, body) VALUES (?, ?, ?, ?, ?)",
             [(e.seq, e.leaf, new.kind, new.attempt, e.body)
@@ -208,6 +382,11 @@ class SqliteStore:
             (h.size, h.last_leaf, _pack(h.peaks), h.last_checkpoint_size,
              h.last_checkpoint_time),
         )
+        policy = self._sequencer.policy
+        if policy is not None:
+            note = sign_head(h, policy.signer, policy.origin)
+            conn.execute("INSERT OR REPLACE INTO signed_head (id, note) VALUES (1, ?)", (note,))
+            self._pending = (h, note)
         return batch
 
     @contextlib.contextmanager
@@ -230,6 +409,7 @@ class SqliteStore:
             yield
         except BaseException:
             self._grouped = False
+            self._verified = self._note = None  # what we wrote is gone: re-check next time
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
             raise
@@ -237,6 +417,7 @@ class SqliteStore:
         try:
             self._conn.execute("COMMIT")
         except sqlite3.Error as e:
+            self._verified = self._note = None
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
             raise ExternalError(f"{self.path}: group commit failed: {e}") from e

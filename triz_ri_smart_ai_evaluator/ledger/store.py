@@ -8,12 +8,15 @@ identically and a verifier can rebuild the same bytes.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import IntegrityError
-from .checkpoint import Checkpoint, NoteSigner, open_note, sign_note
+from .checkpoint import Checkpoint, NoteSigner, NoteVerifier, open_note, sign_note
 from .events import GENESIS_PREV, Event, NewEvent, seal
 from .merkle import MerkleAccumulator
 
@@ -41,8 +44,37 @@ class CheckpointPolicy:
     signer: NoteSigner
     origin: str
     every_events: int = 1000
-    every_seconds: float = 60.0
+    every_seconds: float = 10.0  # issue 11: keep the unprotected tail short
     clock: Callable[[], float] = field(default=lambda: 0.0)
+
+
+#: First line of a signed head note: never a valid checkpoint (its second line is no size).
+HEAD_TAG = "triz-ri ledger head v1"
+
+
+def sign_head(head: Head, signer: NoteSigner, origin: str) -> str:
+    """The log key's signed statement of the store's head (issue 11: the events after the last
+    checkpoint are protected by it, so someone without the key cannot rewrite them unseen)."""
+    peaks = base64.b64encode(b"".join(head.peaks)).decode("ascii") or "-"
+    body = (f"{HEAD_TAG}\n{origin}\n{head.size}\n{head.last_leaf}\n{peaks}\n"
+            f"{head.last_checkpoint_size}\n{head.last_checkpoint_time!r}\n")
+    return sign_note(body, signer)
+
+
+def open_head(note: str, verifier: NoteVerifier, origin: str) -> Head:
+    """Verify a note from :func:`sign_head`.  Raises IntegrityError when it does not verify."""
+    body, _ = open_note(note, [verifier])
+    lines = body.split("\n")
+    try:
+        tag, who, size, last, peaks, cp_size, cp_time, end = lines
+        raw = b"" if peaks == "-" else base64.b64decode(peaks, validate=True)
+        head = Head(int(size), last, tuple(raw[i : i + 32] for i in range(0, len(raw), 32)),
+                    int(cp_size), float(json.loads(cp_time)))
+    except (ValueError, binascii.Error) as e:
+        raise IntegrityError(f"the signed head is malformed ({e})") from e
+    if tag != HEAD_TAG or who != origin or end or len(raw) % 32:
+        raise IntegrityError("the signed head is not a head of this log")
+    return head
 
 
 @dataclass(frozen=True, slots=True)

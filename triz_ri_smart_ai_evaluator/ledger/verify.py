@@ -50,6 +50,9 @@ class Report:
     checkpoints_checked: int = 0
     witnessed_checked: int = 0
     evidence_checked: int = 0
+    #: The largest size the witness cosigned (None when no witness was checked): the events
+    #: after it rest on the log's own signature only (issue 11).
+    witnessed_size: int | None = None
     problems: list[str] = field(default_factory=list)
     first_divergence: str | None = None
 
@@ -69,6 +72,9 @@ class Report:
             "checkpoints_checked": self.checkpoints_checked,
             "witnessed_checked": self.witnessed_checked,
             "evidence_checked": self.evidence_checked,
+            "witnessed_size": self.witnessed_size,
+            "after_witness": (None if self.witnessed_size is None
+                              else max(self.size - self.witnessed_size, 0)),
             "first_divergence": self.first_divergence,
             "problems": self.problems,
         }
