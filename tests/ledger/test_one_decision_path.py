@@ -15,6 +15,7 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +26,7 @@ from triz_ri_smart_ai_evaluator.ledger import attempts
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.rules import pin
+from triz_ri_smart_ai_evaluator.rules.versions import PinnedRules
 from triz_ri_smart_ai_evaluator.signal import AttemptInputs
 
 from ..signal.factories import DEFECT, DOCS, PILOT, STARTED, calculator, task_class
@@ -36,24 +38,37 @@ PATHS = settings(max_examples=120, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
+def _accepted(class_id: str, doc: dict[str, Any]) -> AttemptInputs | None:
+    """The inputs, or None when the calculator refuses them."""
+    try:
+        inputs = AttemptInputs.model_validate(doc)
+        calculator(class_id).compute(inputs)
+    except InputError:
+        return None
+    return inputs
+
+
+def _opened(folder: Path, pinned: PinnedRules) -> SqliteStore:
+    """A fresh ledger in ``folder`` with attempt ``a-1`` initiated under ``pinned``."""
+    store = SqliteStore.open(folder / "ledger.db")
+    attempts.initiate(store, pinned, attempt_id="a-1", task_version=pinned.version,
+                      started_at=STARTED, deadline=STARTED + timedelta(hours=1))
+    return store
+
+
 @pytest.mark.parametrize("class_id", [PILOT, DEFECT, DOCS])
 @PATHS
 @given(data=st.data())
 def test_the_ledger_awards_what_the_calculator_computes_and_recompute_reproduces_it(
     class_id: str, data: st.DataObject
 ) -> None:
-    doc = data.draw(attempt(class_id))
-    try:
-        inputs = AttemptInputs.model_validate(doc)
-        calculator(class_id).compute(inputs)
-    except InputError:
+    inputs = _accepted(class_id, data.draw(attempt(class_id)))
+    if inputs is None:
         return  # refused input: the property of test_fail_closed covers it
     pinned = pin(task_class(class_id), started_at=STARTED)
     with tempfile.TemporaryDirectory() as folder:
-        store = SqliteStore.open(Path(folder) / "ledger.db")
+        store = _opened(Path(folder), pinned)
         try:
-            attempts.initiate(store, pinned, attempt_id="a-1", task_version=pinned.version,
-                              started_at=STARTED, deadline=STARTED + timedelta(hours=1))
             stored = with_stored_evidence(store, "a-1", inputs)
             expected = calculator(class_id).compute(stored)
             awarded = attempts.evaluate(store, pinned, stored, attempt_id="a-1", at=STARTED)
@@ -162,18 +177,13 @@ def test_a_missing_evidence_blob_never_raises_the_signal(data: st.DataObject) ->
     awarded at most what it is awarded with every blob stored (or 0), and a value whose only
     evidence is missing is not verified."""
     class_id = data.draw(st.sampled_from([PILOT, DEFECT, DOCS]))
-    doc = data.draw(attempt(class_id))
-    try:
-        inputs = AttemptInputs.model_validate(doc)
-        calculator(class_id).compute(inputs)
-    except InputError:
+    inputs = _accepted(class_id, data.draw(attempt(class_id)))
+    if inputs is None:
         return
     pinned = pin(task_class(class_id), started_at=STARTED)
     with tempfile.TemporaryDirectory() as folder:
-        store = SqliteStore.open(Path(folder) / "ledger.db")
+        store = _opened(Path(folder), pinned)
         try:
-            attempts.initiate(store, pinned, attempt_id="a-1", task_version=pinned.version,
-                              started_at=STARTED, deadline=STARTED + timedelta(hours=1))
             full = with_stored_evidence(store, "a-1", inputs)
             cited = sorted({d for group in (full.measurements, full.checklist, full.self_checks)
                             for item in group.values() for d in item.evidence})

@@ -15,11 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
-from triz_ri_smart_ai_evaluator.service.config import init_service_dir
-
-from .conftest import free_port
+from .conftest import free_port, prepare_service_dir
 
 TRIZ_EVAL = Path(sys.executable).parent / "triz-eval"
 
@@ -90,12 +87,6 @@ class ServerProcess:
 
 def init_server(folder: Path, *, workers: int = 0, policies: int = 2,
                 edit: dict[str, Any] | None = None) -> ServerProcess:
-    """``service init`` into ``folder`` with ``workers`` harness workers and ``edit`` applied
-    to service.yaml."""
-    init_service_dir(folder, policies=policies)
-    config = folder / "service.yaml"
-    doc = yaml.safe_load(config.read_text("utf-8"))
-    doc["harness"] = {"workers": workers, "out": "runs"}
-    doc.update(edit or {})
-    config.write_text(yaml.safe_dump(doc), "utf-8")
+    """A prepared service folder (see ``prepare_service_dir``), not yet serving."""
+    prepare_service_dir(folder, workers=workers, policies=policies, edit=edit)
     return ServerProcess(folder)

@@ -68,8 +68,10 @@ class _Server(uvicorn.Server):
         pass
 
 
-def start_service(folder: Path, *, workers: int = 0, policies: int = 2,
-                  edit: dict[str, Any] | None = None) -> Iterator[Service]:
+def prepare_service_dir(folder: Path, *, workers: int = 0, policies: int = 2,
+                        edit: dict[str, Any] | None = None) -> Path:
+    """``service init`` into ``folder`` with ``workers`` harness workers and ``edit`` applied
+    to service.yaml; returns the configuration's path."""
     import yaml
 
     init_service_dir(folder, policies=policies)
@@ -78,6 +80,12 @@ def start_service(folder: Path, *, workers: int = 0, policies: int = 2,
     doc["harness"] = {"workers": workers, "out": "runs"}
     doc.update(edit or {})
     config_path.write_text(yaml.safe_dump(doc), "utf-8")
+    return config_path
+
+
+def start_service(folder: Path, *, workers: int = 0, policies: int = 2,
+                  edit: dict[str, Any] | None = None) -> Iterator[Service]:
+    config_path = prepare_service_dir(folder, workers=workers, policies=policies, edit=edit)
     config, base = load_config(config_path)
     runtime = Runtime.start(config, base)
     port = free_port()

@@ -67,6 +67,9 @@ from .views import (
 
 DOMAIN = "triz-ri-smart-ai-evaluator/access/request/v1"
 MAX_LEDGER_PAGE = 1000
+#: an append's optional idempotency key (signed with the payload), remembered this long
+REQUEST_ID = "request_id"
+REQUEST_ID_SECONDS = 24 * 3600
 _RESERVED_WHAT = frozenset({ARTEFACT, SIGNED_REQUEST})
 _OUTCOMES = {"errored": EventKind.ATTEMPT_ERRORED, "cancelled": EventKind.ATTEMPT_CANCELLED,
              "verification_failed": EventKind.ATTEMPT_VERIFICATION_FAILED}
@@ -169,8 +172,34 @@ class TrustedPort:
         if handler is None:
             raise InputError(f"{act.value} {res.value} is not offered by the trusted port")
         signed = self._verify_signature(res, act, payload, target) if act is Action.APPEND else None
-        body = {k: v for k, v in payload.items() if k != "signature"}
-        return handler(body, scope, signed)
+        body = {k: v for k, v in payload.items() if k not in ("signature", REQUEST_ID)}
+        if signed is None or REQUEST_ID not in payload:
+            return handler(body, scope, signed)
+        return self._idempotent(payload[REQUEST_ID], signed, lambda: handler(body, scope, signed))
+
+    def _idempotent(self, request_id: object, signed: _Signed,
+                    run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Issue 11 item 2: an append carrying a ``request_id`` (signed with the payload) is
+        done once; the same id and request again gets the first answer and appends nothing.
+        The answer is recorded in the same transaction as the events (service/nonces.py).
+        Raises InputError for a malformed id or one reused for a different request."""
+        from ..service.nonces import book_for  # noqa: PLC0415 - the service's storage edge
+
+        if not (isinstance(request_id, str) and len(request_id) <= 128
+                and is_plain_id(request_id)):
+            raise InputError(f"{REQUEST_ID} must be a plain identifier of at most 128 characters")
+        book, key = book_for(self._store), f"request-id:{request_id}"
+        now = int(self._clock().timestamp())
+        first = book.answer(self.principal.id, key, now=now)
+        if first is not None:
+            if first[0] != signed.digest:
+                raise InputError(f"{REQUEST_ID} {request_id!r} was used for a different request")
+            answer: dict[str, Any] = json.loads(first[1])
+            return answer
+        answer = run()
+        book.record(self.principal.id, key, request=signed.digest, answer=canonical_json(answer),
+                    expires=now + REQUEST_ID_SECONDS, now=now)
+        return answer
 
     def _verify_signature(self, res: Resource, act: Action, payload: Mapping[str, Any],
                           target: str | None) -> _Signed:
@@ -293,8 +322,9 @@ class TrustedPort:
     def _read_ledger(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
                      ) -> dict[str, Any]:
         start, limit = payload.get("start", 1), payload.get("limit", 100)
-        if not isinstance(start, int) or isinstance(start, bool) or start < 1:
-            raise InputError("start must be a positive integer")
+        # Issue 11: positions are 64-bit in the database; 2**62 is far past any real log.
+        if not isinstance(start, int) or isinstance(start, bool) or not 1 <= start <= 2**62:
+            raise InputError("start must be an integer between 1 and 2^62")
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
             raise InputError(f"limit must be between 1 and {MAX_LEDGER_PAGE}")
         events = [parse_body(body, seq=seq)

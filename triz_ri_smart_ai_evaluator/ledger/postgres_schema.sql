@@ -259,6 +259,47 @@ BEGIN
 END
 $fn$;
 
+-- Seen nonces and idempotent answers of signed trusted requests (issue 11 item 2; see
+-- service/nonces.py).  Not part of the log: rows expire and are deleted, so the table has no
+-- append-only trigger; the writer reaches it only through the two functions below.
+CREATE TABLE IF NOT EXISTS @schema@.nonces (
+    principal text NOT NULL,
+    nonce text NOT NULL,
+    expires bigint NOT NULL,
+    request text,
+    answer bytea,
+    CONSTRAINT nonces_key PRIMARY KEY (principal, nonce)
+);
+CREATE INDEX IF NOT EXISTS nonces_expires ON @schema@.nonces (expires);
+-- Record a key once: true if recorded, false if it is there and not expired.  With purge,
+-- expired rows are deleted first.
+CREATE OR REPLACE FUNCTION @schema@.ledger_use_nonce(p_principal text, p_nonce text,
+    p_expires bigint, p_now bigint, p_request text, p_answer bytea, p_purge boolean)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    IF p_purge THEN
+        DELETE FROM @schema@.nonces AS n WHERE n.expires < p_now;
+    END IF;
+    INSERT INTO @schema@.nonces AS n (principal, nonce, expires, request, answer)
+        VALUES (p_principal, p_nonce, p_expires, p_request, p_answer)
+        ON CONFLICT ON CONSTRAINT nonces_key DO UPDATE
+        SET expires = EXCLUDED.expires, request = EXCLUDED.request, answer = EXCLUDED.answer
+        WHERE n.expires < p_now;
+    RETURN FOUND;
+END
+$fn$;
+CREATE OR REPLACE FUNCTION @schema@.ledger_nonce_answer(p_principal text, p_nonce text,
+    p_now bigint)
+RETURNS TABLE (request text, answer bytea)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    RETURN QUERY SELECT n.request, n.answer FROM @schema@.nonces AS n
+        WHERE n.principal = p_principal AND n.nonce = p_nonce AND n.expires >= p_now
+        AND n.answer IS NOT NULL;
+END
+$fn$;
+
 -- Privileges (9.2: minimum permissions).  Functions are executable by PUBLIC by default, so
 -- everything is revoked first and granted back by name.  The writer gets no table privilege at
 -- all; the reader (verify, auditors) may SELECT and call the read functions.
@@ -271,7 +312,9 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @schema@ FROM PUBLIC, @writer@, @reader@;
 GRANT EXECUTE ON FUNCTION @schema@.ledger_head(),
     @schema@.ledger_append(bigint[], bytea[], text[], text[], bytea[], bigint, text, bytea,
                            bigint, double precision, bigint, text),
-    @schema@.ledger_put_evidence(bytea)
+    @schema@.ledger_put_evidence(bytea),
+    @schema@.ledger_use_nonce(text, text, bigint, bigint, text, bytea, boolean),
+    @schema@.ledger_nonce_answer(text, text, bigint)
     TO @writer@;
 GRANT EXECUTE ON FUNCTION @schema@.ledger_size(), @schema@.ledger_scan(bigint, bigint, integer),
     @schema@.ledger_scan_indexed(bigint, bigint, integer),

@@ -185,15 +185,10 @@ class RulesStore:
             data = path.read_bytes()
         except FileNotFoundError as e:
             raise RuleError(f"rules version {class_id}@{version[:12]} is not published") from e
-        if sha256_hex(data) != version:
-            raise IntegrityError(f"{path}: content does not match its rules version")
         try:
-            tc = TaskClass.model_validate(json.loads(data))
-        except (ValueError, ValidationError) as e:
-            raise IntegrityError(f"{path}: published rules no longer validate: {e}") from e
-        if canonical_rules(tc) != data:
-            raise IntegrityError(f"{path}: published rules are not in canonical form")
-        return tc
+            return rules_from_canonical(data, version)
+        except IntegrityError as e:
+            raise IntegrityError(f"{path}: {e.message}") from e
 
     def in_force(self, class_id: str, started_at: datetime) -> tuple[str, TaskClass]:
         """The published version in force for an attempt that started at ``started_at``: the
@@ -297,11 +292,11 @@ def rules_from_canonical(text: str | bytes, version: str) -> TaskClass:
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
     if sha256_hex(data) != version:
-        raise IntegrityError(f"recorded rules do not match their version {version[:12]}")
+        raise IntegrityError(f"content does not match its rules version {version[:12]}")
     try:
         tc = TaskClass.model_validate(json.loads(data))
     except (ValueError, ValidationError) as e:
-        raise IntegrityError(f"recorded rules {version[:12]} no longer validate: {e}") from e
+        raise IntegrityError(f"rules {version[:12]} no longer validate: {e}") from e
     if canonical_rules(tc) != data:
-        raise IntegrityError(f"recorded rules {version[:12]} are not in canonical form")
+        raise IntegrityError(f"rules {version[:12]} are not in canonical form")
     return tc

@@ -7,32 +7,45 @@
   ``X-Triz-Timestamp`` (Unix seconds), ``X-Triz-Nonce`` and ``X-Triz-Signature`` (base64) over
   :func:`http_message`: the method, path, query, timestamp, nonce and the body's SHA-256.  A
   request outside a 5-minute window or with a nonce already seen is refused (no replay).
+  Seen nonces are kept in the ledger's database for the whole window (``nonces``), so a request
+  captured before a restart is refused after it too (issue 11 item 2).
 
-No I/O here except reading the register's state; the HTTP layer turns the errors into 401.
+A revoked principal (``revoked: true`` in the configuration, quarantined in the register) is
+refused.  :func:`sync_trusted_sources` brings the register in step with the configuration's keys
+(a rotation or revocation is an amendment, spec 9.15).  Otherwise no I/O here except reading
+the register's state and recording nonces; the HTTP layer turns the errors into 401.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import hashlib
 import hmac
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from datetime import datetime
 
 from ..access.enforce import Principal
 from ..access.matrix import Role
 from ..canonical import canonical_json
 from ..errors import EvaluatorError
 from ..provenance.confirmation import ComponentKey, verify_signature
-from ..provenance.models import AuthMethod
+from ..provenance.models import (
+    Authentication,
+    AuthMethod,
+    Origin,
+    PolicyAccess,
+    SourceRecord,
+)
 from ..provenance.register import ProvenanceRegister
-from .config import ServiceConfig
+from .config import ServiceConfig, TrustedPrincipal
+from .nonces import NonceBook, book_for
 
 DOMAIN = "triz-ri-smart-ai-evaluator/service/request/v1"
 WINDOW_SECONDS = 300
-NONCES_KEPT = 100_000
+REVOKED = "key revoked (triz-eval service revoke-key)"
 H_PRINCIPAL, H_TIME, H_NONCE, H_SIGNATURE = (
     "x-triz-principal", "x-triz-timestamp", "x-triz-nonce", "x-triz-signature")
 
@@ -66,13 +79,15 @@ class Authenticator:
     """Maps a request's credentials to a :class:`Principal`, or raises Unauthenticated."""
 
     def __init__(self, config: ServiceConfig, register: ProvenanceRegister, *,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 nonces: NonceBook | None = None) -> None:
+        """Construct on the ledger's thread: the nonce book defaults to the table in the
+        register's ledger (created there if missing).  Raises ExternalError."""
         self._tokens = {c.token_sha256: c.id for c in config.policy_clients}
-        self._roles = {t.id: t.role for t in config.trusted}
+        self._roles = {t.id: t.role for t in config.trusted if not t.revoked}
         self._register = register
         self._clock = clock
-        self._nonces: OrderedDict[str, float] = OrderedDict()
-        self._lock = threading.Lock()
+        self._nonces = nonces if nonces is not None else book_for(register._store)
 
     def policy(self, authorization: str | None) -> Principal:
         """The evaluated-policy principal of a bearer token."""
@@ -109,10 +124,46 @@ class Authenticator:
         message = http_message(principal_id, method, path, query, timestamp, nonce, body)
         if not verify_signature(source.authentication, message, signature):
             raise Unauthenticated("the request signature does not verify")
-        with self._lock:
-            if nonce in self._nonces:
-                raise Unauthenticated("replayed request (nonce already seen)")
-            self._nonces[nonce] = self._clock()
-            while len(self._nonces) > NONCES_KEPT:
-                self._nonces.popitem(last=False)
+        # Kept until the timestamp leaves the window; a later replay fails the window check.
+        if not self._nonces.use(principal_id, nonce, now=int(self._clock()),
+                                expires=int(timestamp) + WINDOW_SECONDS + 1):
+            raise Unauthenticated("replayed request (nonce already seen)")
         return Principal(principal_id, role)
+
+
+def sync_trusted_sources(register: ProvenanceRegister, trusted: tuple[TrustedPrincipal, ...],
+                         *, now: datetime) -> list[str]:
+    """Spec 9.15: each trusted principal is a source with its Ed25519 key; a changed key is an
+    amendment of the current revision, never an overwrite, and a revoked principal is a source
+    in quarantine.  A quarantine set by anyone else is left as it is.  Returns the ids that
+    changed.  Raises InputError or the ledger's errors."""
+    changed = []
+    for principal in trusted:
+        auth = Authentication.ed25519(base64.b64decode(principal.public_key))
+        current = register.state.current_source(principal.id)
+        if current is None:
+            register.register_source(SourceRecord(
+                id=principal.id, party=f"trusted component ({principal.role.value})",
+                created_at=now, origin=Origin.INDEPENDENT_OPERATIONAL, synthetic=False,
+                independence="a trusted component of the evaluator, outside the policy's reach",
+                policy_access=PolicyAccess.NONE, authentication=auth,
+                quarantined=principal.revoked,
+                quarantine_reason=REVOKED if principal.revoked else None))
+            changed.append(principal.id)
+            continue
+        quarantine: tuple[bool, str | None] = (current.quarantined, current.quarantine_reason)
+        if principal.revoked:
+            quarantine = (True, REVOKED)
+        elif current.quarantine_reason == REVOKED:
+            quarantine = (False, None)
+        # amend_source takes the CURRENT revision with fields changed and numbers the new one
+        # itself (issue 11 item 5: passing revision + 1 made every key change exit 2).
+        wanted = dataclasses.replace(current, authentication=auth, quarantined=quarantine[0],
+                                     quarantine_reason=quarantine[1])
+        if wanted == current:
+            continue
+        what = ("key revoked" if principal.revoked and not current.quarantined
+                else "key rotated" if auth != current.authentication else "key restored")
+        register.amend_source(wanted, change=f"{what} in the service configuration")
+        changed.append(principal.id)
+    return changed

@@ -113,10 +113,14 @@ class TrustedClient(_Client):
         return _answer(self._http.request(method, path, content=body, headers=headers))
 
     def request(self, resource: Resource | str, action: Action | str,
-                payload: Mapping[str, Any]) -> dict[str, Any]:
-        """One (resource, action); an append's payload is signed with the component's key."""
+                payload: Mapping[str, Any], *, request_id: str | None = None) -> dict[str, Any]:
+        """One (resource, action); an append's payload is signed with the component's key.
+        An append with ``request_id`` is done once: sending it again (a retry after a lost
+        answer) returns the first answer and appends nothing (issue 11)."""
         res, act = Resource(resource), Action(action)
         body = dict(payload)
+        if request_id is not None:
+            body["request_id"] = request_id
         if act is Action.APPEND:
             body = sign_request(self._key, self.principal, res, act, body)
         data = json.dumps({"resource": res.value, "action": act.value, "payload": body},

@@ -61,6 +61,9 @@ class TrustedPrincipal(_Strict):
     id: str = Field(pattern=_ID)
     role: Role
     public_key: str = Field(min_length=40, max_length=60)  # base64 of the raw Ed25519 key
+    #: refused, and quarantined in the provenance register (``triz-eval service revoke-key``);
+    #: ``rotate-key`` gives it a new key and clears this
+    revoked: bool = False
 
     @model_validator(mode="after")
     def _trusted(self) -> TrustedPrincipal:

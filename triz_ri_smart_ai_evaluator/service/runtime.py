@@ -11,7 +11,6 @@ runs in a request handler, and the attempt's status moves through the ledger's s
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import json
@@ -41,10 +40,9 @@ from ..ledger.log import DEFAULT_ORIGIN, create_log_key, load_log_signer
 from ..ledger.postgres_store import PostgresStore
 from ..ledger.sqlite_store import SqliteStore
 from ..ledger.store import CheckpointPolicy, LedgerStore
-from ..provenance.models import Authentication, Origin, PolicyAccess, SourceRecord
 from ..provenance.register import ProvenanceRegister
 from ..rules.loader import load_catalogue
-from .auth import Authenticator
+from .auth import Authenticator, sync_trusted_sources
 from .config import ServiceConfig
 from .ledger_worker import LedgerWorker
 
@@ -198,24 +196,8 @@ class Runtime:
 
     def _register_trusted(self) -> None:
         """Spec 9.15: each trusted principal is a source with its Ed25519 key; a changed key
-        is an amendment (a new revision), never an overwrite."""
-        now = datetime.now(UTC)
-        for principal in self.config.trusted:
-            auth = Authentication.ed25519(base64.b64decode(principal.public_key))
-            current = self.register.state.current_source(principal.id)
-            if current is not None and current.authentication == auth:
-                continue
-            record = SourceRecord(
-                id=principal.id, party=f"trusted component ({principal.role.value})",
-                created_at=now, origin=Origin.INDEPENDENT_OPERATIONAL, synthetic=False,
-                independence="a trusted component of the evaluator, outside the policy's reach",
-                policy_access=PolicyAccess.NONE, authentication=auth)
-            if current is None:
-                self.register.register_source(record)
-            else:
-                amended = dataclasses.replace(record, revision=current.revision + 1)
-                self.register.amend_source(amended,
-                                           change="key changed in the service configuration")
+        is an amendment (a new revision), never an overwrite; a revoked one is quarantined."""
+        sync_trusted_sources(self.register, self.config.trusted, now=datetime.now(UTC))
 
     # -- running on the ledger thread -------------------------------------------------------
     def call_sync(self, fn: Callable[[], T]) -> T:
