@@ -31,6 +31,91 @@ def init_command(
                                                  postgres=postgres), indent=2) + "\n")
 
 
+@service_app.command("rotate-key")
+def rotate_key_command(
+    config: Annotated[Path, typer.Option("--config", "-c", help="service.yaml.")],
+    principal: Annotated[str, typer.Option("--principal", help="The trusted principal's id.")],
+) -> None:
+    """Give a trusted principal a new Ed25519 key: the private key is written to
+    principals/ID.key (mode 0600), the new revision of its source to the provenance register
+    (spec 9.15: an amendment, the old key stays in the history) and the public key to
+    service.yaml.  A running service refuses the old key at once; a revoked principal is
+    restored with the new key."""
+    _change_key(config, principal, revoke=False)
+
+
+@service_app.command("revoke-key")
+def revoke_key_command(
+    config: Annotated[Path, typer.Option("--config", "-c", help="service.yaml.")],
+    principal: Annotated[str, typer.Option("--principal", help="The trusted principal's id.")],
+) -> None:
+    """Revoke a trusted principal: its source is quarantined in the provenance register (a
+    running service refuses it at once) and marked ``revoked`` in service.yaml.  Undo with
+    rotate-key, which issues a new key."""
+    _change_key(config, principal, revoke=True)
+
+
+def _change_key(config: Path, principal_id: str, *, revoke: bool) -> None:
+    """Key file first (beside the old one), then the register, then the configuration, then
+    the key file into place: a crash leaves the old key in force or a rerun to do.  Raises
+    InputError for an unknown principal, or the ledger's errors."""
+    import base64  # noqa: PLC0415
+    import os  # noqa: PLC0415
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    import yaml  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
+        Ed25519PrivateKey,
+    )
+    from cryptography.hazmat.primitives.serialization import (  # noqa: PLC0415
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+    )
+
+    from ._io import write_atomic  # noqa: PLC0415
+    from .errors import InputError  # noqa: PLC0415
+    from .provenance.confirmation import ComponentKey  # noqa: PLC0415
+    from .provenance.register import ProvenanceRegister  # noqa: PLC0415
+    from .service.auth import sync_trusted_sources  # noqa: PLC0415
+    from .service.config import TrustedPrincipal, load_config  # noqa: PLC0415
+    from .service.runtime import open_store  # noqa: PLC0415
+
+    settings, base = load_config(config)
+    current = next((t for t in settings.trusted if t.id == principal_id), None)
+    if current is None:
+        raise InputError(f"{config}: no trusted principal {principal_id!r}")
+    update: dict[str, object] = {"revoked": True} if revoke else {"revoked": False}
+    private = base / "principals" / f"{principal_id}.key"
+    staged = private.with_name(f"{private.name}.new")
+    if not revoke:
+        secret = Ed25519PrivateKey.generate()
+        raw = secret.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+        write_atomic(staged, base64.b64encode(raw) + b"\n")
+        staged.chmod(0o600)
+        update["public_key"] = base64.b64encode(ComponentKey(secret).public_bytes).decode()
+    changed = TrustedPrincipal.model_validate({**current.model_dump(mode="json"), **update})
+    store = open_store(settings, base)
+    try:
+        register = ProvenanceRegister(store, actor="evaluator-service")
+        sync_trusted_sources(register, (changed,), now=datetime.now(UTC))
+        source = register.state.current_source(principal_id)
+    finally:
+        store.close()
+    doc = yaml.safe_load(config.read_text("utf-8"))
+    for entry in doc["trusted"]:
+        if entry.get("id") == principal_id:
+            entry.update(update)
+    write_atomic(config, yaml.safe_dump(doc, sort_keys=False).encode())
+    if not revoke:
+        os.replace(staged, private)
+    assert source is not None
+    sys.stdout.write(json.dumps({
+        "principal": principal_id, "revoked": revoke, "revision": source.revision,
+        "key_id": source.authentication.key_id, "public_key": changed.public_key,
+        "private_key": None if revoke else str(private)}, indent=2) + "\n")
+
+
 def serve_command(
     config: Annotated[Path, typer.Option("--config", "-c", help="service.yaml.")],
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",

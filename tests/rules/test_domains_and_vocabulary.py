@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,7 @@ from triz_ri_smart_ai_evaluator.rules.loader import BUNDLED_CATALOGUE
 from triz_ri_smart_ai_evaluator.rules.task_class import TaskClass
 
 from .conftest import PILOT_FILE
-
-
-def variant(tc: TaskClass, change: Callable[[dict[str, Any]], None]) -> TaskClass:
-    data = tc.model_dump(mode="json")
-    change(data)
-    return TaskClass.model_validate(data)
+from .test_versions import variant
 
 
 def indicator(data: dict[str, Any], ind_id: str) -> dict[str, Any]:
