@@ -27,6 +27,7 @@ _SLOW = (
     "ledger/test_ledger_bad_input.py",
     "ledger/test_escrow_cli_provenance.py",
     "service/test_service.py",
+    "service/test_hostile_limits.py",
     "provenance/test_echo_trusted_negative.py",
     "signal/test_fail_closed.py",
     "verifier/test_corpus.py",

@@ -128,15 +128,23 @@ def serve_command(
 
     from .service.app import create_app  # noqa: PLC0415
     from .service.config import load_config  # noqa: PLC0415
+    from .service.refusals import configure_logging  # noqa: PLC0415
+    from .service.request_guard import head_timeout_protocol  # noqa: PLC0415
     from .service.runtime import Runtime  # noqa: PLC0415
 
     settings, base = load_config(config)
+    limits = settings.limits
+    configure_logging()
     runtime = Runtime.start(settings, base)
     try:
         err.print(f"serving on http://{host}:{port} (ledger: "
                   f"{'postgres' if settings.ledger.postgres else settings.ledger.sqlite})",
                   highlight=False)
+        # issue 11: bounded request heads in size and time, bounded connections
         uvicorn.run(create_app(runtime), host=host, port=port, log_level=log_level,
-                    access_log=False)
+                    access_log=False,
+                    http=head_timeout_protocol(limits.header_timeout_seconds),
+                    h11_max_incomplete_event_size=limits.max_header_bytes,
+                    limit_concurrency=limits.max_connections)
     finally:
         runtime.close()

@@ -21,12 +21,12 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._safe_read import parse_json
 from ..access.enforce import AccessDenied, Principal
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
 from .auth import Unauthenticated
+from .request_guard import AUTHENTICATED, RequestGuard
 from .runtime import PILOT_CLASS, Runtime
 
 API_VERSION = "1"
@@ -75,6 +75,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "no valid credential"},
     403: {"model": ErrorBody, "description": "refused by the access matrix (logged)"},
     413: {"model": ErrorBody, "description": "request body too large"},
+    429: {"model": ErrorBody, "description": "rate limited (Retry-After)"},
     422: {"model": ErrorBody, "description": "request does not match the schema"},
     503: {"model": ErrorBody, "description": "storage unavailable"},
 }
@@ -94,26 +95,6 @@ def _status_of(error: EvaluatorError) -> int:
     if isinstance(error, IntegrityError):
         return 500
     return 500
-
-
-class BoundedBody:
-    """Refuse a request whose declared body is over the limit (413) before it is read.  A
-    plain ASGI middleware: the request path pays one header lookup, nothing more."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            for name, value in scope.get("headers", ()):
-                if name == b"content-length" and (not value.isdigit()
-                                                  or int(value) > self.limit):
-                    response = JSONResponse(
-                        {"error": f"request body over {self.limit} bytes"}, status_code=413)
-                    await response(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
 
 
 class _StrictJsonRequest(Request):
@@ -165,7 +146,8 @@ def create_app(runtime: Runtime) -> FastAPI:
         version=API_VERSION,
         description="The policy port and the trusted port of the evaluator (spec 9.2, 9.3).",
     )
-    app.add_middleware(BoundedBody, limit=runtime.config.max_body_bytes)
+    # issue 11: budgets and streamed body limits per route, before any authentication work
+    app.add_middleware(RequestGuard, runtime=runtime)
     app.router.route_class = StrictJsonRoute  # before any route is added
 
     @app.exception_handler(EvaluatorError)
@@ -200,8 +182,10 @@ def create_app(runtime: Runtime) -> FastAPI:
         path = raw_path.decode("latin-1")
         query = request.scope.get("query_string", b"").decode("latin-1")
         # The register's state is read from the ledger: on the ledger's thread.
-        return await runtime.call(lambda: runtime.auth.trusted(headers, method, path, query,
-                                                               body))
+        principal = await runtime.call(lambda: runtime.auth.trusted(headers, method, path,
+                                                                    query, body))
+        request.scope.get(AUTHENTICATED, {})["id"] = principal.id  # for the request guard
+        return principal
 
     # -- health ---------------------------------------------------------------------------
     @app.get("/v1/health", tags=["service"])

@@ -84,6 +84,40 @@ class HarnessConfig(_Strict):
     unsafe_degraded: bool = False
 
 
+class RateConfig(_Strict):
+    per_second: float = Field(gt=0, le=1_000_000)
+    burst: int = Field(ge=1, le=10_000_000)
+
+
+class LimitsConfig(_Strict):
+    """Issue 11: what one caller may cost the service (README, "Limits").  The defaults leave
+    ``benchmarks/service_load.py`` (32 policy clients, ~600 submissions/s, the harness ~300
+    trusted requests/s, ~4,000 health requests/s from one address) unthrottled, and cut what
+    a caller can have refused and logged from ~1,000/s to the refusal budgets."""
+
+    #: bytes of a policy request (``POST /v1/policy/requests``: a resource and a payload);
+    #: the submission and the trusted append take ``max_body_bytes``.
+    policy_request_body_bytes: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
+    #: bytes of a body on any other route (the GETs take none)
+    other_body_bytes: int = Field(default=64 * 1024, ge=0, le=64 * 1024 * 1024)
+    #: bytes of a request head (uvicorn's h11_max_incomplete_event_size)
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024, le=1024 * 1024)
+    #: a connection whose request head is not complete within this is closed (slowloris)
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    #: concurrent connections and requests before uvicorn answers 503 (limit_concurrency)
+    max_connections: int = Field(default=1000, ge=8, le=100_000)
+    #: requests per authenticated credential (a policy client or a trusted principal)
+    credential_requests: RateConfig = RateConfig(per_second=1000, burst=2000)
+    #: refused requests (4xx/5xx other than 401 and 429) per authenticated credential
+    credential_refusals: RateConfig = RateConfig(per_second=20, burst=200)
+    #: requests per client address, whatever the credential
+    address_requests: RateConfig = RateConfig(per_second=5000, burst=10_000)
+    #: refused requests per client address (401s included)
+    address_refusals: RateConfig = RateConfig(per_second=100, burst=1000)
+    #: ``service.refusal`` ledger events per (reason, address) and minute (trusted port)
+    refusal_events_per_minute: int = Field(default=10, ge=0, le=10_000)
+
+
 class ServiceConfig(_Strict):
     format: Literal["triz-service/1"]
     ledger: LedgerConfig
@@ -94,6 +128,7 @@ class ServiceConfig(_Strict):
     verifiers: tuple[str, ...] = ()
     harness: HarnessConfig = HarnessConfig()
     max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    limits: LimitsConfig = LimitsConfig()
 
     @model_validator(mode="after")
     def _unique(self) -> ServiceConfig:
