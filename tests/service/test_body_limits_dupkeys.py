@@ -77,11 +77,19 @@ def _post_signed(http: httpx.Client, service: Service, body: bytes) -> httpx.Res
 
 # -- duplicate keys (defect class 4) ---------------------------------------------------------
 
+def _only_the_refusal_recorded(service: Service, before: int) -> None:
+    """Nothing of the refused request is in the ledger: the one new event is the
+    ``service.refusal`` record of the refusal itself (issue 11)."""
+    new = service.events(before + 1)
+    assert [e["kind"] for e in new] == ["service.refusal"], new
+
+
 def test_duplicate_checklist_state_through_the_trusted_port_is_refused_unrecorded(
         service: Service, http: httpx.Client) -> None:
     """The harness signed 'passed'; a body that also carries an earlier 'failed' for the same
     critical item reads as 'passed' to a last-wins parser and 'failed' to a first-wins one.
-    The service must not pick one: 400, and nothing reaches the ledger."""
+    The service must not pick one: 400, and nothing of it reaches the ledger; only the
+    refusal itself is recorded (issue 11: every refusal on the trusted port is visible)."""
     attempt = _attempt(service)
     body, _ = _signed_append(service, attempt, "passed")
     tampered = body.replace(b'"state": "passed"', b'"state": "failed", "state": "passed"', 1)
@@ -89,7 +97,7 @@ def test_duplicate_checklist_state_through_the_trusted_port_is_refused_unrecorde
     before = service.size()
     message = _refused(_post_signed(http, service, tampered))
     assert "duplicate key 'state'" in message
-    assert service.size() == before
+    _only_the_refusal_recorded(service, before)
     # the same request without the duplicate is accepted: the refusal is the duplicate's
     assert _post_signed(http, service, body).status_code == 200
     assert service.size() > before
@@ -106,7 +114,7 @@ def test_duplicate_checklist_item_through_the_trusted_port_is_refused_unrecorded
     before = service.size()
     assert "duplicate key 'no_uninspected_release'" in _refused(
         _post_signed(http, service, tampered))
-    assert service.size() == before
+    _only_the_refusal_recorded(service, before)
 
 
 def test_duplicate_top_level_key_of_a_submission_is_refused_unrecorded(
