@@ -15,6 +15,7 @@ _SLOW = (
     "sandbox/",
     "service/test_load.py",
     "service/test_hostile.py",
+    "service/test_hostile_tail.py",
     "service/test_fuzz.py",
     "service/test_matrix_http.py",
     "service/test_service_postgres.py",

@@ -91,13 +91,18 @@ def ledger_verify(
 
     Exits 3 and names the first divergence when anything does not verify.
     """
+    # Issue 11: the verifier trusts the witness's PUBLIC key it is given, never reads the
+    # witness's private key, and refuses a key that would check nothing.
+    if witness is not None and witness_vkey is None:
+        raise InputError("--witness needs --witness-vkey (the witness's public key file)")
+    if witness_vkey is not None and witness is None:
+        raise InputError("--witness-vkey needs --witness (the witness folder to check against)")
     log_key = load_vkey(log_vkey or keys / LOG_VKEY_FILE)
     notes: list[str] = []
     wkey = None
-    if witness is not None:
-        store = WitnessStore(witness)
-        wkey = load_vkey(witness_vkey) if witness_vkey else store.signer().verifier
-        notes = witness_notes_for(store, log_key.name)
+    if witness is not None and witness_vkey is not None:
+        wkey = load_vkey(witness_vkey)
+        notes = witness_notes_for(WitnessStore(witness), log_key.name)
     ledger = open_sqlite_ledger(db, read_only=True)
     try:
         report = verify_ledger(ledger, log_key=log_key, witness_notes=notes, witness_key=wkey)
@@ -110,6 +115,9 @@ def ledger_verify(
             f"ok: {report.size} events; {report.checkpoints_checked} log checkpoints and "
             f"{report.witnessed_checked} witnessed checkpoints match; "
             f"{report.evidence_checked} evidence blobs intact"
+            + ("" if report.witnessed_size is None else
+               f"; the witness covers {report.witnessed_size} events, "
+               f"{max(report.size - report.witnessed_size, 0)} after its last cosignature")
         )
     if not report.ok:
         raise IntegrityError(f"ledger does not verify: {report.problems[0]}")

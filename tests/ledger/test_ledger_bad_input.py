@@ -69,7 +69,8 @@ class Home:
 
     def verify_args(self, *extra: str | Path) -> list[str | Path]:
         return ["ledger", "verify", "--db", self.db, "--keys", self.keys,
-                "--witness", self.witness, *extra]
+                "--witness", self.witness, "--witness-vkey", self.witness / "witness.vkey",
+                *extra]
 
 
 def evidence_blob(i: int) -> bytes:

@@ -251,6 +251,8 @@ def verify_ledger(
     anchors = anchors_from_notes(
         store.checkpoints(), origin=origin, verifiers=[log_key], by="log", report=report
     )
+    if witness_key is not None:
+        report.witnessed_size = 0
     if witness_notes:
         if witness_key is None:
             raise InputError("witness checkpoints given without the witness's public key")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
-from .events import GENESIS_PREV, Event, EventKind, NewEvent
+from .events import GENESIS_PREV, Event, EventKind, NewEvent, prev_in_body
 from .merkle import HASH_SIZE, MerkleAccumulator, leaf_hash
 from .store import Batch, CheckpointPolicy, Head, Sequencer, open_head, sign_head
 
@@ -252,10 +251,9 @@ class SqliteStore:
         for seq, body in self.scan(expected, last):
             if seq != expected:
                 raise self._refuse(f"event {expected} is missing")
-            try:
-                link = json.loads(body)["prev"]
-            except (ValueError, KeyError, TypeError):
-                raise self._refuse(f"event {seq} is not a sealed event") from None
+            link = prev_in_body(body)
+            if link is None:
+                raise self._refuse(f"event {seq} is not a sealed event")
             leaf = leaf_hash(body).hex()
             if seq == first and first_leaf is not None and leaf != first_leaf:
                 raise self._refuse(f"event {seq} differs from the signed head")
