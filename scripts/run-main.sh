@@ -71,7 +71,7 @@ echo
 echo "=== checkpoint, witness, verification, recomputation ==="
 $T ledger checkpoint
 $T witness cosign --dir "$run/witness"
-$T ledger verify --witness "$run/witness"
+$T ledger verify --witness "$run/witness" --witness-vkey "$run/witness/witness.vkey"
 $T ledger recompute
 echo
 echo "run-main: ledger, witness and publication bundles are in $run"

@@ -246,7 +246,9 @@ def test_roles_functions_and_grants_are_as_designed(pg_ledger: PgLedger) -> None
         "         WHERE a.grantee = 0)"
         " FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = %s",
         (pg_ledger.writer, pg_ledger.reader, pg_ledger.schema)).fetchall()
-    writes = {"ledger_head", "ledger_append", "ledger_put_evidence"}
+    # issue 11: the writer records a nonce (replay protection) and reads its first answer
+    writes = {"ledger_head", "ledger_append", "ledger_put_evidence", "ledger_use_nonce",
+              "ledger_nonce_answer"}
     reads = {"ledger_size", "ledger_scan", "ledger_scan_indexed", "ledger_attempt_events",
              "ledger_evidence",
              "ledger_evidence_digests", "ledger_checkpoints"}

@@ -123,3 +123,32 @@ def test_orphaned_runs_are_the_open_pilot_attempts_with_an_artefact(tmp_path: Pa
         store.close()
     assert found == {"queued": (False, False), "began": (True, False), "again": (False, True)}
     assert json.dumps(sorted(found))  # plain ids
+
+
+def test_the_service_checkpoints_on_a_timer_when_events_stop_arriving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11 item 3: the unprotected tail stays short even when nothing more arrives; a
+    timer signs a checkpoint over events that no count-based checkpoint covered."""
+    from triz_ri_smart_ai_evaluator.service import runtime as runtime_module
+
+    from .conftest import start_service
+
+    # The count/age policy stays at 10 s; only the idle timer is made quick.
+    monkeypatch.setattr(runtime_module, "CHECKPOINT_TIMER_SECONDS", 0.3)
+    service = start_service(tmp_path / "svc")
+    running = next(service)
+    try:
+        with running.policy() as policy:
+            policy.submit("document_step_faithfulness", b"a draft")
+        size = running.size()
+        deadline = time.monotonic() + 10
+        covered = 0
+        while time.monotonic() < deadline and covered < size:
+            signed = running.runtime.call_sync(running.runtime.store.checkpoints)
+            covered = signed[-1][0] if signed else 0
+            time.sleep(0.1)
+        assert covered >= size
+    finally:
+        with pytest.raises(StopIteration):
+            next(service)

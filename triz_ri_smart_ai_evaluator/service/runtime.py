@@ -47,6 +47,11 @@ from .config import ServiceConfig
 from .ledger_worker import LedgerWorker
 
 PILOT_CLASS = "pilot_02_feedback_form"
+#: Issue 11: events after the last checkpoint are the unprotected tail; sign one at least this
+#: often while events arrive, and on a timer when they stop arriving.
+CHECKPOINT_SECONDS = 10.0
+#: How often the idle timer looks for events no checkpoint covers yet.
+CHECKPOINT_TIMER_SECONDS = CHECKPOINT_SECONDS
 log = logging.getLogger("triz_eval.service")
 T = TypeVar("T")
 
@@ -58,7 +63,7 @@ def open_store(config: ServiceConfig, base: Path) -> LedgerStore:
     if not (keys / "log.key").exists():
         create_log_key(keys, origin=DEFAULT_ORIGIN)
     signer = load_log_signer(keys)
-    policy = CheckpointPolicy(signer, signer.name, 1000, 60.0, time.time)
+    policy = CheckpointPolicy(signer, signer.name, 1000, CHECKPOINT_SECONDS, time.time)
     if config.ledger.postgres is not None:
         return PostgresStore.open(config.ledger.postgres, policy=policy,
                                   schema=config.ledger.schema_name)
@@ -117,6 +122,9 @@ class Runtime:
                                             thread_name_prefix="harness")
                          if config.harness.workers else None)
         self._pending: set[Future[Any]] = set()
+        self._stopping = threading.Event()
+        self._timer = threading.Thread(target=self._checkpoint_loop, name="checkpoint-timer",
+                                       daemon=True)
         self._pending_lock = threading.Lock()
         self.matrix = load_matrix()
         self.catalogue = Catalogue(load_catalogue())
@@ -138,7 +146,22 @@ class Runtime:
             raise
         for attempt_id, artefact in requeue:
             runtime.dispatch_pilot(attempt_id, artefact)
+        runtime._timer.start()
         return runtime
+
+    def _checkpoint_behind(self) -> None:
+        """On the ledger thread: sign a checkpoint if events arrived since the last one."""
+        size = self.store.size()
+        signed = self.store.checkpoints()
+        if size and (not signed or signed[-1][0] < size):
+            self.store.append([], force_checkpoint=True)
+
+    def _checkpoint_loop(self) -> None:
+        while not self._stopping.wait(CHECKPOINT_TIMER_SECONDS):
+            try:
+                self._ledger.submit(self._checkpoint_behind, grouped=False).result()
+            except EvaluatorError as e:
+                log.error("timed checkpoint: %s", e.diagnostics())
 
     def _reconcile(self) -> list[tuple[str, bytes]]:
         """Issue 11, spec 10.4: on start, no pilot attempt queued for the harness before a
@@ -275,6 +298,9 @@ class Runtime:
                     actor="evaluator-service", at=datetime.now(UTC), attempt=attempt_id)])
 
     def close(self) -> None:
+        self._stopping.set()
+        if self._timer.is_alive():
+            self._timer.join(timeout=30)
         if self._harness is not None:
             self._harness.shutdown(wait=True, cancel_futures=False)
         with contextlib.suppress(Exception):
