@@ -20,7 +20,7 @@ _SLOW = (
     "service/test_matrix_http.py",
     "service/test_service_postgres.py",
     "service/test_hostile_replay.py",
-    "service/test_key_rotation.py",
+    "service/test_hostile_key_rotation.py",
     "ledger/test_tamper_suite.py",
     "ledger/test_crash_safety.py",
     "ledger/test_concurrent_writers.py",
