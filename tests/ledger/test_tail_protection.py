@@ -280,3 +280,22 @@ def test_checkpoint_on_a_short_timer(make_store: Callable[..., SqliteStore]) -> 
     fill(store, 4, 4)
     assert [size for size, _ in store.checkpoints()] == [1, 4]
     assert CheckpointPolicy(generate_signer(ORIGIN), ORIGIN).every_seconds <= 10.0
+
+
+def test_a_group_commit_signs_its_head_once_and_its_tail_stays_protected(
+        make_store: Callable[..., SqliteStore], tmp_path: Path) -> None:
+    """The service's group commit signs the head its appends reached once, before COMMIT;
+    a tail deleted after it is refused like any other."""
+    store = make_store()
+    fill(store, 1, 9)  # checkpoint at 8
+    with store.group():
+        for n in range(10, 14):
+            store.append([template_event(n)])
+    store.append([template_event(14)])  # after the group: the signed head still matches
+    store.close()
+    reopened = make_store()
+    assert reopened.size() == 14
+    reopened.close()
+    delete_tail(attacker(tmp_path), 12)
+    with pytest.raises(IntegrityError, match="signed head"):
+        make_store()

@@ -121,7 +121,8 @@ class SqliteStore:
         # append checks the stored log still ends there before it seals anything after it.
         self._verified: Head | None = None
         self._note: str | None = None
-        self._pending: tuple[Head, str] | None = None
+        self._pending: tuple[Head, str | None] | None = None
+        self._group_checked = False
 
     @classmethod
     def open(
@@ -359,7 +360,13 @@ class SqliteStore:
 
     def _write(self, events: Sequence[NewEvent], force_checkpoint: bool) -> Batch:
         conn = self._conn
-        head = self._checked_head()
+        # Inside a group the write lock is held from BEGIN IMMEDIATE to COMMIT: once the head
+        # was checked in this transaction, no other writer can have moved it.
+        in_group = self._grouped and self._group_checked and self._verified is not None
+        head = self._verified if in_group and self._verified is not None else (
+            self._checked_head())
+        if self._grouped:
+            self._group_checked = True
         batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
         if batch.checkpoint is not None and head.size > head.last_checkpoint_size:
             # Before the log key signs a root over them, the rows since the last checkpoint
@@ -380,10 +387,26 @@ class SqliteStore:
         )
         policy = self._sequencer.policy
         if policy is not None:
-            note = sign_head(h, policy.signer, policy.origin)
-            conn.execute("INSERT OR REPLACE INTO signed_head (id, note) VALUES (1, ?)", (note,))
-            self._pending = (h, note)
+            if self._grouped:
+                # One signature per group commit, written just before its COMMIT.
+                self._pending = (h, None)
+            else:
+                note = sign_head(h, policy.signer, policy.origin)
+                conn.execute("INSERT OR REPLACE INTO signed_head (id, note) VALUES (1, ?)",
+                             (note,))
+                self._pending = (h, note)
         return batch
+
+    def _sign_group_head(self) -> None:
+        """Before a group's COMMIT: sign the head its appends reached, once."""
+        policy = self._sequencer.policy
+        head = self._verified
+        if policy is None or head is None or self._note is not None:
+            return
+        note = sign_head(head, policy.signer, policy.origin)
+        self._conn.execute("INSERT OR REPLACE INTO signed_head (id, note) VALUES (1, ?)",
+                           (note,))
+        self._note = note
 
     @contextlib.contextmanager
     def group(self) -> Iterator[None]:
@@ -401,8 +424,10 @@ class SqliteStore:
         except sqlite3.Error as e:
             raise ExternalError(f"{self.path}: cannot start a group commit: {e}") from e
         self._grouped = True
+        self._group_checked = False
         try:
             yield
+            self._sign_group_head()
         except BaseException:
             self._grouped = False
             self._verified = self._note = None  # what we wrote is gone: re-check next time
