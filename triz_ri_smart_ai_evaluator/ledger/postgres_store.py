@@ -21,6 +21,14 @@ serialised, the chain never forks, and an event is acknowledged only once it is 
 store remembers the head it wrote, so an uncontended append is a single round trip; when
 another writer got there first the database says so (SQLSTATE 40001) and the store re-reads the
 head under the lock (see :meth:`PostgresStore.append`).
+
+Issue 11 item 3: the events after the last checkpoint are signed by nothing yet, and an owner or
+superuser can disable the guards.  So an open store also remembers the head it last wrote or
+verified and checks, before it seals anything after the database's head, that the head did not
+go back, that the row at the remembered size still has the remembered leaf and that rows other
+writers appended since link to it; before the log key signs a checkpoint it re-walks the chain
+from the last checkpoint.  This protection lives in memory: a store opened after the tampering
+only sees a chain that no longer links (the witnessed checkpoints and ``verify`` see the rest).
 """
 
 from __future__ import annotations
@@ -37,8 +45,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
-from .events import Event, NewEvent
-from .merkle import HASH_SIZE, leaf_hash
+from .events import GENESIS_PREV, Event, NewEvent, prev_in_body
+from .merkle import HASH_SIZE, MerkleAccumulator, leaf_hash
 from .store import Batch, CheckpointPolicy, Head, Sequencer
 
 DEFAULT_SCHEMA = "triz_ledger"
@@ -55,6 +63,12 @@ _QUERIES = {
     "append": "SELECT {s}.ledger_append(%b::bigint[], %b::bytea[], %b::text[], %b::text[],"
               " %b::bytea[], %b::bigint, %b::text, %b::bytea, %b::bigint, %b::float8, %b::bigint,"
               " %b::text)",
+    # The same, only if the row at the remembered size still has the remembered leaf (issue
+    # 11): one indexed read in the same round trip; no row back means nothing was appended.
+    "append_after": "SELECT {s}.ledger_append(%b::bigint[], %b::bytea[], %b::text[],"
+                    " %b::text[], %b::bytea[], %b::bigint, %b::text, %b::bytea, %b::bigint,"
+                    " %b::float8, %b::bigint, %b::text) FROM {s}.ledger_scan(%b, %b, 1) AS r"
+                    " WHERE r.seq = %b AND sha256('\\x00'::bytea || r.body) = %b",
     "put_evidence": "SELECT {s}.ledger_put_evidence(%b)",
     "size": "SELECT {s}.ledger_size()",
     "scan": "SELECT seq, body FROM {s}.ledger_scan(%b, %b, %b)",
@@ -136,6 +150,9 @@ class PostgresStore:
         self.where = where
         self._sequencer = Sequencer(policy)
         self._head: Head | None = None  # the head this store wrote last (see append)
+        # Issue 11: the head this store last wrote or verified.  Kept after a refusal (so the
+        # refusal repeats); put back to the group's start when a group rolls back.
+        self._verified: Head | None = None
         self._grouped = False
         name = sql.Identifier(schema)
         self._q = {key: sql.SQL(text).format(s=name).as_bytes(conn)
@@ -277,28 +294,107 @@ class PostgresStore:
         try:
             if head is not None:
                 batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
-                try:
-                    # Inside a group, a savepoint: a refused batch must not abort the group.
-                    with (self._conn.transaction() if self._grouped
-                          else contextlib.nullcontext()):
-                        self._conn.execute(self._q["append"],
-                                           self._append_params(batch, events))
-                except psycopg.errors.SerializationFailure:
-                    head = None
+                if batch.checkpoint is not None:
+                    head = None  # sign only under the lock, after re-walking the tail
+                else:
+                    head = self._append_after(head, batch, events)
             if head is None:
                 with self._conn.transaction():
                     cur = self._conn.cursor(binary=True)
                     row = cur.execute(self._q["head"]).fetchone()
                     if row is None:
                         raise IntegrityError(f"{self.where}: ledger {self.schema} has no head")
-                    head = Head(int(row[0]), str(row[1]), _unpack(bytes(row[2])), int(row[3]),
-                                float(row[4]))
+                    head = self._checked_head(Head(int(row[0]), str(row[1]),
+                                                   _unpack(bytes(row[2])), int(row[3]),
+                                                   float(row[4])))
                     batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
+                    if batch.checkpoint is not None and head.size > head.last_checkpoint_size:
+                        # Before the log key signs a root over them, the rows since the last
+                        # checkpoint must still chain to the head (once per checkpoint).
+                        self._walk(head.last_checkpoint_size, None, head.size, head.last_leaf)
                     cur.execute(self._q["append"], self._append_params(batch, events))
         except psycopg.Error as e:
             raise _error(e, f"{self.where}: append") from e
-        self._head = batch.head
+        self._head = self._verified = batch.head
         return [e.seq for e in batch.events]
+
+    def _append_after(self, head: Head, batch: Batch, events: Sequence[NewEvent]
+                      ) -> Head | None:
+        """The fast path: one round trip that appends only if the database still ends at
+        ``head`` and its last row still has ``head``'s leaf.  None when it did not append."""
+        params = self._append_params(batch, events)
+        if head.size:
+            query = "append_after"
+            params += (head.size, head.size, head.size, bytes.fromhex(head.last_leaf))
+        else:
+            query = "append"
+        try:
+            # Inside a group, a savepoint: a refused batch must not abort the group.
+            with self._conn.transaction() if self._grouped else contextlib.nullcontext():
+                row = self._conn.execute(self._q[query], params).fetchone()
+        except psycopg.errors.SerializationFailure:
+            return None
+        return head if row is not None else None
+
+    def _refuse(self, message: str) -> IntegrityError:
+        return IntegrityError(f"{self.where}: {message}; refusing to append or sign (someone "
+                              f"with write access to {self.schema} changed the tail)")
+
+    def _checked_head(self, db: Head) -> Head:
+        """``db``, the head read under the append lock, checked against the head this store
+        last wrote or verified (issue 11): it did not go back, the remembered last row is
+        unchanged and the rows since link to it (only those are read).  On a store's first
+        append, the tail since the last checkpoint must chain to ``db``.  Raises
+        IntegrityError naming what changed."""
+        mine = self._verified
+        if mine is None:
+            self._walk(min(db.last_checkpoint_size, db.size), None, db.size, db.last_leaf)
+            return db
+        if db.size < mine.size:
+            raise self._refuse(f"the ledger head went back from {mine.size} to {db.size} events")
+        leaves = self._walk(mine.size, mine.last_leaf, db.size, db.last_leaf)
+        acc = MerkleAccumulator.from_state(mine.size, mine.peaks)
+        for leaf in leaves:
+            acc.append(leaf)
+        if acc.peaks != db.peaks:
+            raise self._refuse(f"the Merkle frontier in the head at {db.size} events does not "
+                               "follow the events")
+        if db.last_checkpoint_size < mine.last_checkpoint_size:
+            raise self._refuse(f"the head's last checkpoint went back from "
+                               f"{mine.last_checkpoint_size} to {db.last_checkpoint_size}")
+        return db
+
+    def _walk(self, first: int, first_leaf: str | None, last: int, last_leaf: str
+              ) -> list[bytes]:
+        """Rows ``first..last`` are contiguous, each links to the one before, row ``first``
+        has ``first_leaf`` (when given) and row ``last`` has ``last_leaf``: by the chain that
+        pins every row in between.  Returns the leaves of rows ``first+1..last``.  Raises
+        IntegrityError."""
+        leaves: list[bytes] = []
+        if last == 0:
+            if last_leaf != GENESIS_PREV:
+                raise self._refuse("the empty ledger's head names a last event")
+            return leaves
+        prev: str | None = GENESIS_PREV if first == 0 else None
+        expected = max(first, 1)
+        for seq, body in self.scan(expected, last):
+            if seq != expected:
+                raise self._refuse(f"event {expected} is missing")
+            leaf = leaf_hash(body)
+            if seq == first and first_leaf is not None and leaf.hex() != first_leaf:
+                raise self._refuse(f"event {seq} differs from the one this store "
+                                   "wrote or verified")
+            if prev is not None and prev_in_body(body) != prev:
+                raise self._refuse(f"event {seq} does not link to event {seq - 1}")
+            if seq > first:
+                leaves.append(leaf)
+            prev, expected = leaf.hex(), seq + 1
+        if expected != last + 1:
+            raise self._refuse(f"the ledger head says {last} events but {expected - 1} are "
+                               "stored")
+        if prev != last_leaf:
+            raise self._refuse(f"event {last} is not the last event the ledger head names")
+        return leaves
 
     @contextlib.contextmanager
     def group(self) -> Iterator[None]:
@@ -311,14 +407,16 @@ class PostgresStore:
             yield
             return
         self._grouped = True
+        start = self._verified
         try:
             with self._conn.transaction():
                 yield
         except psycopg.Error as e:
             self._head = None  # what this store wrote last may not have been committed
+            self._verified = start
             raise _error(e, f"{self.where}: group commit") from e
         except BaseException:
-            self._head = None
+            self._head, self._verified = None, start
             raise
         finally:
             self._grouped = False
