@@ -194,23 +194,18 @@ class RulesStore:
         """The published version in force for an attempt that started at ``started_at``: the
         latest whose ``effective_from`` is not after it (spec 10.5, 11.7).  Every version read
         is checked against its hash.  Raises RuleError when none is in force yet."""
-        chosen: tuple[str, TaskClass] | None = None
-        for record in self.history(class_id):
-            version = str(record["version"])
-            tc = self.load(class_id, version)
-            if tc.effective_from <= started_at and (
-                chosen is None or tc.effective_from >= chosen[1].effective_from
-            ):
-                chosen = (version, tc)
-        if chosen is None:
-            first = min((self.load(class_id, str(r["version"])).effective_from
-                         for r in self.history(class_id)), default=None)
+        published = [(str(r["version"]), self.load(class_id, str(r["version"])))
+                     for r in self.history(class_id)]
+        in_force = [p for p in published if p[1].effective_from <= started_at]
+        if not in_force:
+            first = min((tc.effective_from for _, tc in published), default=None)
             raise RuleError(
                 f"spec 2.6, 10.5: no published rules of {class_id} were in force at "
                 f"{started_at.isoformat()}"
                 + (f"; the first take effect {first.isoformat()}" if first else "")
             )
-        return chosen
+        # Versions take effect in publication order (check_no_retrospective_change).
+        return max(in_force, key=lambda p: p[1].effective_from)
 
     def latest(self, class_id: str) -> tuple[str, TaskClass] | None:
         """The most recently published version of a class, or None."""

@@ -62,7 +62,22 @@ class NonceBook(Protocol):
         ...
 
 
-class _Purging:
+class _Book:
+    """``use`` and ``record`` over one ``_put`` (a plain key, or a key with its answer)."""
+
+    def _put(self, principal: str, nonce: str, expires: int, now: int,
+             request: str | None, answer: bytes | None) -> bool:
+        raise NotImplementedError
+
+    def use(self, principal: str, nonce: str, *, expires: int, now: int) -> bool:
+        return self._put(principal, nonce, expires, now, None, None)
+
+    def record(self, principal: str, key: str, *, request: str, answer: bytes, expires: int,
+               now: int) -> bool:
+        return self._put(principal, key, expires, now, request, answer)
+
+
+class _Purging(_Book):
     def __init__(self) -> None:
         self._purged = 0
 
@@ -98,13 +113,6 @@ class SqliteNonces(_Purging):
         except sqlite3.Error as e:
             raise ExternalError(f"{self._where}: recording a nonce failed: {e}") from e
         return cur.rowcount == 1
-
-    def use(self, principal: str, nonce: str, *, expires: int, now: int) -> bool:
-        return self._put(principal, nonce, expires, now, None, None)
-
-    def record(self, principal: str, key: str, *, request: str, answer: bytes, expires: int,
-               now: int) -> bool:
-        return self._put(principal, key, expires, now, request, answer)
 
     def answer(self, principal: str, key: str, *, now: int) -> tuple[str, bytes] | None:
         try:
@@ -146,19 +154,12 @@ class PostgresNonces(_Purging):
                                      self._due(now)))
         return bool(row[0])
 
-    def use(self, principal: str, nonce: str, *, expires: int, now: int) -> bool:
-        return self._put(principal, nonce, expires, now, None, None)
-
-    def record(self, principal: str, key: str, *, request: str, answer: bytes, expires: int,
-               now: int) -> bool:
-        return self._put(principal, key, expires, now, request, answer)
-
     def answer(self, principal: str, key: str, *, now: int) -> tuple[str, bytes] | None:
         row = self._call(self._read, (principal, key, now))
         return None if row is None or row[1] is None else (str(row[0]), bytes(row[1]))
 
 
-class MemoryNonces:
+class MemoryNonces(_Book):
     """A book in memory, for stores without a database (tests); lost on restart."""
 
     def __init__(self) -> None:
@@ -173,13 +174,6 @@ class MemoryNonces:
                 return False
             self._rows[(principal, nonce)] = (expires, request, answer)
             return True
-
-    def use(self, principal: str, nonce: str, *, expires: int, now: int) -> bool:
-        return self._put(principal, nonce, expires, now, None, None)
-
-    def record(self, principal: str, key: str, *, request: str, answer: bytes, expires: int,
-               now: int) -> bool:
-        return self._put(principal, key, expires, now, request, answer)
 
     def answer(self, principal: str, key: str, *, now: int) -> tuple[str, bytes] | None:
         with self._lock:
