@@ -372,12 +372,12 @@ def _write_award(
     at: datetime,
 ) -> None:
     # spec 10.3: the raw inputs exactly as received, then each decision as its own record.
+    award = award_payload(signal, pinned, rework=rework)
     out = _measurement_events(attempt_id, inputs, at=at)
     out += [
         _ev(EventKind.EVIDENCE_RESOLVED, resolution, attempt=attempt_id, at=at),
         _ev(EventKind.INDICATORS_COMPUTED, indicators_payload(signal), attempt=attempt_id, at=at),
-        _ev(EventKind.AWARD_DECISION, award_payload(signal, pinned, rework=rework),
-            attempt=attempt_id, at=at),
+        _ev(EventKind.AWARD_DECISION, award, attempt=attempt_id, at=at),
     ]
     if signal.delayed:
         out.append(
@@ -388,11 +388,11 @@ def _write_award(
                 at=at,
             )
         )
-    d = signal.to_dict()
     # spec 10.1: whether the attempt goes into training, decided at award time (never in
     # shadow mode, never unverified); a later quarantine is its own record.
     out.append(_ev(EventKind.TRAINING_INCLUDED,
-                   {"included": d["training_use"], "mode": d["mode"], "verified": d["verified"]},
+                   {"included": award["training_use"], "mode": award["mode"],
+                    "verified": award["verified"]},
                    attempt=attempt_id, at=at))
     out.append(
         _ev(
@@ -556,13 +556,12 @@ def verify_late_evidence(store: LedgerStore, late: Mapping[str, Measurement], *,
         for digest in m.evidence:
             if digest in pending:
                 continue
-            try:
-                store.get_evidence(digest)
-            except IntegrityError as e:
+            problem = _blob_problem(store, digest)
+            if problem is not None:
                 raise IntegrityError(
                     f"late value for {k!r}: evidence {digest} does not resolve to a blob in the "
-                    f"ledger's evidence store ({e.message}); not applied"
-                ) from e
+                    f"ledger's evidence store ({problem}); not applied"
+                )
 
 
 def _backs(entry: Any, measurement: Measurement) -> bool:

@@ -47,7 +47,6 @@ def violations(signal: Signal, pinned: PinnedRules) -> list[dict[str, Any]]:
     return sorted(found, key=lambda v: (v["kind"], v["id"]))
 
 
-
 _RECORD_FIELDS = (
     "task_class",
     "attempt_id",
