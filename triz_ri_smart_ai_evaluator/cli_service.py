@@ -59,41 +59,31 @@ def _change_key(config: Path, principal_id: str, *, revoke: bool) -> None:
     """Key file first (beside the old one), then the register, then the configuration, then
     the key file into place: a crash leaves the old key in force or a rerun to do.  Raises
     InputError for an unknown principal, or the ledger's errors."""
-    import base64  # noqa: PLC0415
     import os  # noqa: PLC0415
     from datetime import UTC, datetime  # noqa: PLC0415
 
     import yaml  # noqa: PLC0415
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
-        Ed25519PrivateKey,
-    )
-    from cryptography.hazmat.primitives.serialization import (  # noqa: PLC0415
-        Encoding,
-        NoEncryption,
-        PrivateFormat,
-    )
 
     from ._io import write_atomic  # noqa: PLC0415
     from .errors import InputError  # noqa: PLC0415
-    from .provenance.confirmation import ComponentKey  # noqa: PLC0415
     from .provenance.register import ProvenanceRegister  # noqa: PLC0415
     from .service.auth import sync_trusted_sources  # noqa: PLC0415
-    from .service.config import TrustedPrincipal, load_config  # noqa: PLC0415
+    from .service.config import (  # noqa: PLC0415
+        TrustedPrincipal,
+        load_config,
+        write_principal_key,
+    )
     from .service.runtime import open_store  # noqa: PLC0415
 
     settings, base = load_config(config)
     current = next((t for t in settings.trusted if t.id == principal_id), None)
     if current is None:
         raise InputError(f"{config}: no trusted principal {principal_id!r}")
-    update: dict[str, object] = {"revoked": True} if revoke else {"revoked": False}
+    update: dict[str, object] = {"revoked": revoke}
     private = base / "principals" / f"{principal_id}.key"
     staged = private.with_name(f"{private.name}.new")
     if not revoke:
-        secret = Ed25519PrivateKey.generate()
-        raw = secret.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-        write_atomic(staged, base64.b64encode(raw) + b"\n")
-        staged.chmod(0o600)
-        update["public_key"] = base64.b64encode(ComponentKey(secret).public_bytes).decode()
+        update["public_key"] = write_principal_key(staged)
     changed = TrustedPrincipal.model_validate({**current.model_dump(mode="json"), **update})
     store = open_store(settings, base)
     try:

@@ -181,14 +181,8 @@ def init_service_dir(folder: Path, *, policies: int = 1, postgres: str | None = 
     tokens = {f"policy-{n + 1}": secrets.token_urlsafe(32) for n in range(policies)}
     trusted = []
     for principal_id, role in DEFAULT_TRUSTED:
-        secret = Ed25519PrivateKey.generate()
-        raw = secret.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-        private = folder / "principals" / f"{principal_id}.key"
-        write_atomic(private, base64.b64encode(raw) + b"\n")
-        private.chmod(0o600)
-        trusted.append({"id": principal_id, "role": role.value,
-                        "public_key": base64.b64encode(ComponentKey(secret).public_bytes)
-                        .decode()})
+        public_key = write_principal_key(folder / "principals" / f"{principal_id}.key")
+        trusted.append({"id": principal_id, "role": role.value, "public_key": public_key})
     ledger: dict[str, str] = ({"postgres": postgres} if postgres is not None
                               else {"sqlite": "ledger.db"})
     config = {
@@ -204,6 +198,16 @@ def init_service_dir(folder: Path, *, policies: int = 1, postgres: str | None = 
     credentials.chmod(0o600)
     return {"config": str(folder / "service.yaml"), "credentials": str(credentials),
             "policy_clients": list(tokens)}
+
+
+def write_principal_key(path: Path) -> str:
+    """Write a new Ed25519 private key to ``path`` (base64, mode 0600), the form
+    :func:`load_principal_key` reads; returns the base64 of its public key."""
+    secret = Ed25519PrivateKey.generate()
+    raw = secret.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+    write_atomic(path, base64.b64encode(raw) + b"\n")
+    path.chmod(0o600)
+    return base64.b64encode(ComponentKey(secret).public_bytes).decode()
 
 
 def load_principal_key(path: Path) -> ComponentKey:

@@ -48,6 +48,11 @@ class BodyTooLarge(StarletteHTTPException):
                          headers={"Connection": "close"})
 
 
+def _too_large(limit: int) -> JSONResponse:
+    return JSONResponse({"error": f"request body over {limit} bytes"}, status_code=413,
+                        headers={"Connection": "close"})
+
+
 def _rate(config: RateConfig) -> Rate:
     return Rate(config.per_second, config.burst)
 
@@ -127,8 +132,7 @@ class RequestGuard:
                                headers={"Retry-After": retry_after(wait)})(
                 scope, receive, watched)
         elif declared is not None and (not declared.isdigit() or int(declared) > limit):
-            await JSONResponse({"error": f"request body over {limit} bytes"}, status_code=413,
-                               headers={"Connection": "close"})(scope, receive, watched)
+            await _too_large(limit)(scope, receive, watched)
         else:
             received = 0
 
@@ -144,11 +148,10 @@ class RequestGuard:
             marker: dict[str, str] = {}
             try:
                 await self.app({**scope, AUTHENTICATED: marker}, counted, watched)
-            except BodyTooLarge as e:  # raised where no handler renders it
+            except BodyTooLarge:  # raised where no handler renders it
                 if seen["status"] is not None:
                     raise
-                await JSONResponse({"error": e.detail}, status_code=413,
-                                   headers=e.headers)(scope, receive, watched)
+                await _too_large(limit)(scope, receive, watched)
             if not proven and "id" in marker:
                 credential, proven = marker["id"], True
         await self._settle(scope, address, credential if proven else None, seen)
