@@ -56,7 +56,7 @@ class ServerProcess:
             self.proc = subprocess.Popen(
                 [str(TRIZ_EVAL), "serve", "--config", str(self.config), "--port",
                  str(self.port)], stdout=out, stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=str(self.folder))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -8,11 +8,8 @@ is bounded in count and in time."""
 from __future__ import annotations
 
 import json
-import os
 import select
-import signal
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -21,51 +18,37 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 
 from triz_ri_smart_ai_evaluator.ledger.events import parse_body
 from triz_ri_smart_ai_evaluator.service.auth import signed_headers
 from triz_ri_smart_ai_evaluator.service.config import (
-    init_service_dir,
     load_config,
     load_principal_key,
 )
 from triz_ri_smart_ai_evaluator.service.runtime import open_store
 
-from .conftest import free_port
+from ._server_process import ServerProcess
+from .conftest import prepare_service_dir
 
 TRIZ_EVAL = Path(sys.executable).parent / "triz-eval"
 MIB = 1024 * 1024
 
 
 class Server:
+    """A real server process (``ServerProcess``) with the test's ``limits`` in service.yaml."""
+
     def __init__(self, folder: Path, limits: dict[str, Any]) -> None:
-        init_service_dir(folder, policies=2)
-        doc = yaml.safe_load((folder / "service.yaml").read_text("utf-8"))
-        doc["harness"] = {"workers": 0, "out": "runs"}
-        doc["limits"] = limits
-        (folder / "service.yaml").write_text(yaml.safe_dump(doc), "utf-8")
-        self.folder, self.port = folder, free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = folder / "serve.log"
-        tokens = json.loads((folder / "credentials.json").read_text("utf-8"))
-        self.token = tokens["policy_tokens"]["policy-1"]
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [str(TRIZ_EVAL), "serve", "--config", str(folder / "service.yaml"),
-                 "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT,
-                cwd=str(folder))
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log.read_text()[-2000:]
-            try:
-                if httpx.get(f"{self.url}/v1/health", timeout=2,
-                             trust_env=False).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("the service did not start in 60 s")
+        prepare_service_dir(folder, edit={"limits": limits})
+        self.folder = folder
+        self._process = ServerProcess(folder)
+        self.port = self._process.port
+        self.url = self._process.base_url
+        self.token = self._process.tokens["policy-1"]
+        self._process.start(timeout=60)
+        assert self._process.proc is not None
+        assert self._process.log is not None
+        self.proc = self._process.proc
+        self.log = self._process.log
 
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
@@ -74,13 +57,7 @@ class Server:
         raise AssertionError("no VmRSS")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+        self._process.stop()
 
     def refusal_lines(self, *, at_least: int = 1) -> list[dict[str, Any]]:
         """The structured refusal lines of the log (waiting up to 5 s for ``at_least``: a

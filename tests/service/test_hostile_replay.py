@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +19,8 @@ import httpx
 import pytest
 
 from tests.ledger.conftest import PgLedger, pg_admin_dsn, pg_ledger  # noqa: F401 - fixtures
-from tests.service.conftest import Service, free_port
+from tests.service._server_process import ServerProcess
+from tests.service.conftest import Service
 from triz_ri_smart_ai_evaluator.access import Role
 from triz_ri_smart_ai_evaluator.access.enforce import Principal
 from triz_ri_smart_ai_evaluator.access.trusted import sign_request
@@ -39,35 +38,12 @@ TRIZ_EVAL = str(Path(sys.executable).parent / "triz-eval")
 @contextmanager
 def serving(folder: Path, *, stop: signal.Signals = signal.SIGTERM) -> Iterator[str]:
     """``triz-eval serve`` as a child process on a free loopback port; stopped by its pid."""
-    port = free_port()
-    log = (folder / "serve.log").open("ab")
-    child = subprocess.Popen([TRIZ_EVAL, "serve", "--config", str(folder / "service.yaml"),
-                              "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                             cwd=str(folder))
-    url = f"http://127.0.0.1:{port}"
+    server = ServerProcess(folder)
+    server.start(timeout=60)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if child.poll() is not None:
-                raise AssertionError(f"the service exited ({child.returncode}): "
-                                     f"{(folder / 'serve.log').read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=2, trust_env=False).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the service did not answer within 60 s"
-            time.sleep(0.1)
-        yield url
+        yield server.base_url
     finally:
-        if child.poll() is None:
-            child.send_signal(stop)
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-        log.close()
+        server.stop(stop)
 
 
 def captured_decision(folder: Path, attempt: str) -> tuple[bytes, dict[str, str]]:
