@@ -207,7 +207,7 @@ def test_writer_cannot_create_objects_or_become_the_owner(pg_ledger: PgLedger,
 WRITER_ONLY_CALLS = {
     "ledger_head": "SELECT * FROM {s}.ledger_head()",
     "ledger_append": "SELECT {s}.ledger_append(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-                     " NULL, NULL, NULL, NULL)",
+                     " NULL, NULL, NULL, NULL, NULL)",
     "ledger_put_evidence": "SELECT {s}.ledger_put_evidence('x')",
 }
 
@@ -248,10 +248,11 @@ def test_roles_functions_and_grants_are_as_designed(pg_ledger: PgLedger) -> None
         (pg_ledger.writer, pg_ledger.reader, pg_ledger.schema)).fetchall()
     # issue 11: the writer records a nonce (replay protection) and reads its first answer
     writes = {"ledger_head", "ledger_append", "ledger_put_evidence", "ledger_use_nonce",
-              "ledger_nonce_answer"}
+              "ledger_nonce_answer", "ledger_sign_head", "ledger_raise_alarm",
+              "ledger_take_alarms"}
     reads = {"ledger_size", "ledger_scan", "ledger_scan_indexed", "ledger_attempt_events",
              "ledger_evidence",
-             "ledger_evidence_digests", "ledger_checkpoints"}
+             "ledger_evidence_digests", "ledger_checkpoints", "ledger_signed_head"}
     guards = {"refuse_change", "head_forward_only"}
     assert {f[0] for f in functions} == writes | reads | guards
     for name, secdef, config, owner, writer_may, reader_may, public_may in functions:
@@ -262,13 +263,14 @@ def test_roles_functions_and_grants_are_as_designed(pg_ledger: PgLedger) -> None
         assert reader_may == (name in reads), name
         assert not public_may, name
     for role in (pg_ledger.writer, pg_ledger.reader):
-        for table in TABLES:
+        # issue 11: the signed head is readable like the head; alarms by nobody but the owner
+        for table in (*TABLES, "head", "signed_head", "alarms"):
             privileges = conn.execute(
                 "SELECT has_table_privilege(%s, %s, 'INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,"
                 "TRIGGER'), has_table_privilege(%s, %s, 'SELECT')",
                 (role, f"{pg_ledger.schema}.{table}", role, f"{pg_ledger.schema}.{table}"),
             ).fetchone()
-            assert privileges == (False, role == pg_ledger.reader)
+            assert privileges == (False, role == pg_ledger.reader and table != "alarms")
 
 
 def test_init_schema_is_idempotent_and_repairs_role_attributes(pg_ledger: PgLedger) -> None:
@@ -389,7 +391,7 @@ def test_a_tampered_tail_stops_the_next_append(filled: PgLedger) -> None:
 def _call(conn: psycopg.Connection[Any], schema: str, params: list[Any]) -> None:
     conn.execute(
         f"SELECT {schema}.ledger_append(%s::bigint[], %s::bytea[], %s::text[], %s::text[],"
-        " %s::bytea[], %s, %s, %s, %s, %s::float8, %s, %s)", params)
+        " %s::bytea[], %s, %s, %s, %s, %s::float8, %s, %s, %s)", params)
 
 
 def _sealed(head: Head, events: list[NewEvent], policy: CheckpointPolicy | None = None
@@ -485,8 +487,8 @@ def test_a_refusal_reaches_the_caller_as_an_integrity_error(
     store.append(make_events(1))
     real = PostgresStore._append_params
 
-    def corrupt(batch: Any, events: Any) -> tuple[Any, ...]:
-        params = list(real(batch, events))
+    def corrupt(batch: Any, events: Any, note: Any = None) -> tuple[Any, ...]:
+        params = list(real(batch, events, note))
         params[1] = [bytes(32)] * len(params[1])
         return tuple(params)
 

@@ -1,4 +1,6 @@
-"""Issue 11 item 3, PostgreSQL: an open store protects the events after the last checkpoint.
+"""Issue 11 item 3, PostgreSQL: the events after the last checkpoint are protected, by the head
+an open store remembers and by the log key's signed head in the database for a store opened
+after the tampering (which also leaves an alarm the next good start records).
 
 A PostgreSQL owner or superuser (``PostgresAttacker``) deletes or edits events after the last
 checkpoint and fixes the ``head`` table to match.  The open store remembers the head it last
@@ -21,7 +23,7 @@ from triz_ri_smart_ai_evaluator.ledger.checkpoint import generate_signer
 from triz_ri_smart_ai_evaluator.ledger.events import GENESIS_PREV, NewEvent, prev_in_body, seal
 from triz_ri_smart_ai_evaluator.ledger.merkle import MerkleAccumulator, leaf_hash
 from triz_ri_smart_ai_evaluator.ledger.postgres_store import PostgresStore
-from triz_ri_smart_ai_evaluator.ledger.store import CheckpointPolicy
+from triz_ri_smart_ai_evaluator.ledger.store import CheckpointPolicy, Head, sign_head
 
 from .conftest import PgLedger
 
@@ -193,3 +195,125 @@ def test_uncontended_append_stays_one_statement(pg_ledger: PgLedger,
     assert store.append([template_event(2), template_event(3)]) == [2, 3]
     assert len(sent) == 1
     assert b"ledger_scan" in sent[0]
+
+
+# -- the signed head on disk (issue 11 item 3): a store opened after the tampering ----------
+@pytest.fixture
+def written(pg_ledger: PgLedger) -> tuple[PgLedger, CheckpointPolicy, PostgresAttacker]:
+    """SIZE events written with the log key by a store that is then closed."""
+    policy = _policy()
+    store = pg_ledger.open(policy=policy)
+    for p in range(1, SIZE + 1):
+        store.append([template_event(p)])
+    store.close()
+    return pg_ledger, policy, PostgresAttacker(pg_ledger.connect(), pg_ledger.schema)
+
+
+def _note(attacker: PostgresAttacker) -> str | None:
+    rows = attacker.sql('SELECT note FROM "{0}".signed_head'.replace("{0}", attacker.schema))
+    return str(rows[0][0]) if rows else None
+
+
+def _set_note(attacker: PostgresAttacker, note: str | None) -> None:
+    table = f'"{attacker.schema}".signed_head'
+    attacker.conn.execute(f"DELETE FROM {table}")
+    if note is not None:
+        attacker.conn.execute(f"INSERT INTO {table} (id, note) VALUES (1, %s)", (note,))
+
+
+@pytest.mark.parametrize(("name", "tamper"), TAMPERINGS, ids=[n for n, _ in TAMPERINGS])
+def test_rewritten_tail_is_refused_by_a_store_opened_after_it(
+    written: tuple[PgLedger, CheckpointPolicy, PostgresAttacker], name: str,
+    tamper: Callable[[list[bytes]], list[bytes]],
+) -> None:
+    """No store was open to remember the head: the log key's signed head in the database is
+    what the new store checks the tail against, before it appends or signs anything."""
+    pg, policy, attacker = written
+    _set_tail(attacker, tamper(_bodies(attacker)))
+    before = _bodies(attacker)
+    with pytest.raises(IntegrityError, match=r"signed head|event"):
+        pg.open(policy=policy)
+    assert _bodies(attacker) == before, name
+    assert [size for (size,) in attacker.sql("SELECT size FROM {checkpoints}")] == [EVERY]
+
+
+def test_forged_missing_or_foreign_signed_head_is_refused(
+    written: tuple[PgLedger, CheckpointPolicy, PostgresAttacker],
+) -> None:
+    pg, policy, attacker = written
+    genuine = _note(attacker)
+    assert genuine is not None
+    assert f"\n{SIZE}\n" in genuine
+    other = _policy()  # another key: a note it signs is not this log's
+    foreign = sign_head(Head.empty(), other.signer, ORIGIN)
+    edited = genuine.replace(f"\n{SIZE}\n", f"\n{SIZE - 1}\n", 1)
+    for note, why in ((None, "missing"), (foreign, "does not verify"),
+                      (edited, "does not verify"), ("garbage", "does not verify")):
+        _set_note(attacker, note)
+        with pytest.raises(IntegrityError, match=why):
+            pg.open(policy=policy)
+    _set_note(attacker, genuine)
+    store = pg.open(policy=policy)  # the four refusals are recorded as one alarm event
+    last = json.loads(_bodies(attacker)[-1])
+    assert last["kind"] == "ledger.tamper_detected"
+    assert last["data"]["refused"].count("signed head") == 4
+    assert store.append([template_event(SIZE + 2)]) == [SIZE + 2]
+
+
+def test_an_older_signed_head_below_a_checkpoint_is_refused(pg_ledger: PgLedger) -> None:
+    """Rolling the log back to a genuine older head (captured before the checkpoint) is seen:
+    the checkpoint the log key signed is beyond it."""
+    policy = _policy()
+    store = pg_ledger.open(policy=policy)
+    attacker = PostgresAttacker(pg_ledger.connect(), pg_ledger.schema)
+    for p in range(1, EVERY):
+        store.append([template_event(p)])
+    old = _note(attacker)
+    for p in range(EVERY, SIZE + 1):
+        store.append([template_event(p)])
+    store.close()
+    _set_tail(attacker, _bodies(attacker)[: EVERY - 1])
+    _set_note(attacker, old)
+    with pytest.raises(IntegrityError, match="checkpoint"):
+        pg_ledger.open(policy=policy)
+
+
+def test_restored_ledger_records_the_alarm_on_the_next_good_start(
+    written: tuple[PgLedger, CheckpointPolicy, PostgresAttacker],
+) -> None:
+    pg, policy, attacker = written
+    original = _bodies(attacker)
+    _set_tail(attacker, _delete_last(original))
+    with pytest.raises(IntegrityError):
+        pg.open(policy=policy)
+    _set_tail(attacker, original)  # the operator restores the database
+    store = pg.open(policy=policy)
+    last = json.loads(_bodies(attacker)[-1])
+    assert last["kind"] == "ledger.tamper_detected"
+    assert "signed head" in last["data"]["refused"]
+    assert last["data"]["size"] == SIZE
+    assert store.size() == SIZE + 1
+    # Recorded once: the next start finds no alarm left.
+    pg.open(policy=policy)
+    assert len(_bodies(attacker)) == SIZE + 1
+
+
+def _append_then_fail(store: PostgresStore, event: NewEvent) -> None:
+    with store.group():
+        store.append([event])
+        raise RuntimeError("rolled back")
+
+
+def test_reopened_stores_and_groups_keep_the_signed_head_current(pg_ledger: PgLedger) -> None:
+    policy = _policy()
+    for round_ in range(3):
+        store = pg_ledger.open(policy=policy)
+        with store.group():
+            store.append([template_event(10 * round_ + 1)])
+            store.append([template_event(10 * round_ + 2)], force_checkpoint=round_ == 1)
+        with pytest.raises(RuntimeError, match="rolled back"):
+            _append_then_fail(store, template_event(10 * round_ + 3))
+        store.close()
+    store = pg_ledger.open(policy=policy)
+    assert store.size() == 6
+    assert store.append([template_event(99)]) == [7]

@@ -11,7 +11,8 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from tests.ledger._tamper import SqliteAttacker
+from tests.ledger._tamper import PostgresAttacker, SqliteAttacker
+from tests.ledger.conftest import PgLedger, pg_admin_dsn, pg_ledger  # noqa: F401 - fixtures
 from triz_ri_smart_ai_evaluator.ledger.log import (
     load_vkey,
     open_sqlite_ledger,
@@ -139,3 +140,48 @@ def test_a_tail_deleted_while_running_is_refused_before_the_next_checkpoint(
         assert _checkpoints(folder / "ledger.db") == signed
     finally:
         server.stop()
+
+
+def test_postgres_tail_deleted_while_stopped_is_refused_on_restart_and_alarmed(
+        tmp_path: Path, pg_ledger: PgLedger) -> None:  # noqa: F811
+    """The same attack on a PostgreSQL ledger: the owner deletes the last event and rewinds the
+    head table while the service is stopped; the restart exits 3 on the log key's signed head
+    in the database, and once the row is put back the next start records the alarm."""
+    folder = tmp_path / "svc"
+    server = init_server(folder, edit={
+        "ledger": {"postgres": pg_ledger.writer_dsn, "schema": pg_ledger.schema}})
+    server.start()
+    try:
+        for _ in range(3):
+            assert _submit(server) == 201
+    finally:
+        server.stop()
+    attacker = PostgresAttacker(pg_ledger.connect(), pg_ledger.schema)
+    last = attacker.sql("SELECT seq, leaf, kind, attempt, body FROM {events} "
+                        "ORDER BY seq DESC LIMIT 1")[0]
+    head = attacker.sql("SELECT size, last_leaf, peaks FROM {head}")[0]
+    before = attacker.sql("SELECT leaf FROM {events} WHERE seq = ?", (last[0] - 1,))[0][0]
+    attacker.unguard("events", "head")
+    attacker.sql("DELETE FROM {events} WHERE seq = ?", (last[0],))
+    attacker.sql("UPDATE {head} SET size = ?, last_leaf = ?", (last[0] - 1, bytes(before).hex()))
+    attacker.reguard()
+
+    restart = subprocess.run(
+        [str(TRIZ_EVAL), "serve", "--config", str(server.config), "--port", str(server.port)],
+        capture_output=True, timeout=120, check=False)
+    assert restart.returncode == 3, restart.stderr.decode(errors="replace")[-2000:]
+    assert b"signed head" in restart.stderr
+    assert b"Traceback" not in restart.stderr
+
+    attacker.unguard("events", "head")  # the operator restores the row and the head
+    attacker.sql("INSERT INTO {events} (seq, leaf, kind, attempt, body) VALUES (?, ?, ?, ?, ?)",
+                 last)
+    attacker.sql("UPDATE {head} SET size = ?, last_leaf = ?, peaks = ?", head)
+    attacker.reguard()
+    server.start()
+    try:
+        assert _submit(server) == 201
+    finally:
+        server.stop()
+    kinds = [k for (k,) in attacker.sql("SELECT kind FROM {events} ORDER BY seq")]
+    assert kinds.count("ledger.tamper_detected") == 1

@@ -41,6 +41,20 @@ CREATE TABLE IF NOT EXISTS @schema@.head (
 );
 INSERT INTO @schema@.head VALUES (1, 0, repeat('0', 64), ''::bytea, 0, 0)
     ON CONFLICT (id) DO NOTHING;
+-- The log key's signed statement of the head (issue 11 item 3): it protects the events after the
+-- last checkpoint, which no checkpoint signs yet.  Someone with write access but without the key
+-- can change this row, never forge it; a store opening the ledger checks the tail against it.
+CREATE TABLE IF NOT EXISTS @schema@.signed_head (
+    id smallint PRIMARY KEY CHECK (id = 1),
+    note text NOT NULL
+);
+-- Refusals of a tail that does not match the signed head, kept until the next good start
+-- records them in the log as a ledger.tamper_detected event (then they are deleted).
+CREATE TABLE IF NOT EXISTS @schema@.alarms (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at timestamptz NOT NULL DEFAULT now(),
+    reason text NOT NULL
+);
 
 -- Guards (1.17): the record tables are append-only; the head only moves forward (its trigger
 -- fires only when a change would move it back, so the hot path pays nothing for it).
@@ -108,11 +122,15 @@ $fn$;
 -- the caller sends, only a contiguous continuation of the stored chain is accepted (1.17, 9.3):
 -- positions follow the stored head, each leaf is SHA-256(0x00 || body), each body's prev is the
 -- previous leaf and its seq, kind and attempt are those of the indexed columns.
+-- head_note, when given, is the log key's signature of the new head, stored in the same
+-- transaction (issue 11 item 3).  The signature before it took no note: dropped on upgrade.
+DROP FUNCTION IF EXISTS @schema@.ledger_append(bigint[], bytea[], text[], text[], bytea[],
+    bigint, text, bytea, bigint, double precision, bigint, text);
 CREATE OR REPLACE FUNCTION @schema@.ledger_append(
     seqs bigint[], leafs bytea[], kinds text[], attempts text[], bodies bytea[],
     head_size bigint, head_last_leaf text, head_peaks bytea,
     cp_size bigint, cp_time double precision,
-    checkpoint_size bigint, checkpoint_note text)
+    checkpoint_size bigint, checkpoint_note text, head_note text)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
@@ -187,7 +205,43 @@ BEGIN
     UPDATE @schema@.head AS h SET size = head_size, last_leaf = head_last_leaf,
         peaks = head_peaks, cp_size = ledger_append.cp_size, cp_time = ledger_append.cp_time
         WHERE h.id = 1;
+    IF head_note IS NOT NULL THEN
+        INSERT INTO @schema@.signed_head AS sh (id, note) VALUES (1, head_note)
+            ON CONFLICT (id) DO UPDATE SET note = EXCLUDED.note;
+    END IF;
     RETURN head_size;
+END
+$fn$;
+
+-- The signed head: written by a group commit once, at its end (appends outside a group pass it
+-- to ledger_append); read when a store opens.
+CREATE OR REPLACE FUNCTION @schema@.ledger_sign_head(note text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    PERFORM pg_catalog.pg_advisory_xact_lock(@lock_key@);
+    INSERT INTO @schema@.signed_head AS sh (id, note) VALUES (1, ledger_sign_head.note)
+        ON CONFLICT (id) DO UPDATE SET note = EXCLUDED.note;
+END
+$fn$;
+CREATE OR REPLACE FUNCTION @schema@.ledger_signed_head() RETURNS text
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    RETURN (SELECT sh.note FROM @schema@.signed_head AS sh WHERE sh.id = 1);
+END
+$fn$;
+-- Alarms: raised by a store that refused the tail, taken (and deleted) by the next good start
+-- in the transaction that records them as an event.
+CREATE OR REPLACE FUNCTION @schema@.ledger_raise_alarm(reason text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    INSERT INTO @schema@.alarms (reason) VALUES (left(ledger_raise_alarm.reason, 2000));
+END
+$fn$;
+CREATE OR REPLACE FUNCTION @schema@.ledger_take_alarms() RETURNS SETOF text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+    RETURN QUERY WITH taken AS (DELETE FROM @schema@.alarms AS a RETURNING a.id, a.reason)
+        SELECT t.reason FROM taken AS t ORDER BY t.id;
 END
 $fn$;
 
@@ -306,18 +360,20 @@ $fn$;
 REVOKE ALL ON SCHEMA @schema@ FROM PUBLIC;
 GRANT USAGE ON SCHEMA @schema@ TO @writer@, @reader@;
 REVOKE ALL ON ALL TABLES IN SCHEMA @schema@ FROM PUBLIC, @writer@, @reader@;
-GRANT SELECT ON @schema@.events, @schema@.evidence, @schema@.checkpoints, @schema@.head
-    TO @reader@;
+GRANT SELECT ON @schema@.events, @schema@.evidence, @schema@.checkpoints, @schema@.head,
+    @schema@.signed_head TO @reader@;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @schema@ FROM PUBLIC, @writer@, @reader@;
 GRANT EXECUTE ON FUNCTION @schema@.ledger_head(),
     @schema@.ledger_append(bigint[], bytea[], text[], text[], bytea[], bigint, text, bytea,
-                           bigint, double precision, bigint, text),
-    @schema@.ledger_put_evidence(bytea),
+                           bigint, double precision, bigint, text, text),
+    @schema@.ledger_put_evidence(bytea), @schema@.ledger_sign_head(text),
+    @schema@.ledger_raise_alarm(text), @schema@.ledger_take_alarms(),
     @schema@.ledger_use_nonce(text, text, bigint, bigint, text, bytea, boolean),
     @schema@.ledger_nonce_answer(text, text, bigint)
     TO @writer@;
 GRANT EXECUTE ON FUNCTION @schema@.ledger_size(), @schema@.ledger_scan(bigint, bigint, integer),
     @schema@.ledger_scan_indexed(bigint, bigint, integer),
     @schema@.ledger_attempt_events(text), @schema@.ledger_evidence(text),
-    @schema@.ledger_evidence_digests(text, integer), @schema@.ledger_checkpoints()
+    @schema@.ledger_evidence_digests(text, integer), @schema@.ledger_checkpoints(),
+    @schema@.ledger_signed_head()
     TO @writer@, @reader@;

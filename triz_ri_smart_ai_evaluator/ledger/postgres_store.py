@@ -27,8 +27,14 @@ superuser can disable the guards.  So an open store also remembers the head it l
 verified and checks, before it seals anything after the database's head, that the head did not
 go back, that the row at the remembered size still has the remembered leaf and that rows other
 writers appended since link to it; before the log key signs a checkpoint it re-walks the chain
-from the last checkpoint.  This protection lives in memory: a store opened after the tampering
-only sees a chain that no longer links (the witnessed checkpoints and ``verify`` see the rest).
+from the last checkpoint.  A store opened later has no memory of it, so every append also
+stores the log key's signature of the new head (``signed_head``; once per group commit) and a
+store opened with the key verifies the database against it before anything else: the signed
+head's size, last leaf and Merkle frontier are the head table's, the rows since the last
+checkpoint chain to it and the last checkpoint is the one it names.  A refusal leaves an alarm
+in the database; the next start that verifies records it as a ``ledger.tamper_detected`` event.
+What the store alone cannot see is a rollback of events, head and signed head together to an
+earlier genuine state after the last checkpoint: the witness's cosignatures bound that loss.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import contextlib
 import hashlib
 import re
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
@@ -45,9 +52,9 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
-from .events import GENESIS_PREV, Event, NewEvent, prev_in_body
+from .events import GENESIS_PREV, Event, EventKind, NewEvent, prev_in_body
 from .merkle import HASH_SIZE, MerkleAccumulator, leaf_hash
-from .store import Batch, CheckpointPolicy, Head, Sequencer
+from .store import Batch, CheckpointPolicy, Head, Sequencer, open_head, sign_head
 
 DEFAULT_SCHEMA = "triz_ledger"
 DEFAULT_OWNER = "triz_ledger_owner"
@@ -56,18 +63,19 @@ DEFAULT_READER = "triz_ledger_reader"
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _PAGE = 4096  # rows per round trip when scanning
-_TABLES = ("events", "evidence", "checkpoints", "head")
+_TABLES = ("events", "evidence", "checkpoints", "head", "signed_head", "alarms")
 # Every statement the store sends; {s} is the schema.  Built once per store (see __init__).
 _QUERIES = {
     "head": "SELECT size, last_leaf, peaks, cp_size, cp_time FROM {s}.ledger_head()",
     "append": "SELECT {s}.ledger_append(%b::bigint[], %b::bytea[], %b::text[], %b::text[],"
               " %b::bytea[], %b::bigint, %b::text, %b::bytea, %b::bigint, %b::float8, %b::bigint,"
-              " %b::text)",
+              " %b::text, %b::text)",
     # The same, only if the row at the remembered size still has the remembered leaf (issue
     # 11): one indexed read in the same round trip; no row back means nothing was appended.
     "append_after": "SELECT {s}.ledger_append(%b::bigint[], %b::bytea[], %b::text[],"
                     " %b::text[], %b::bytea[], %b::bigint, %b::text, %b::bytea, %b::bigint,"
-                    " %b::float8, %b::bigint, %b::text) FROM {s}.ledger_scan(%b, %b, 1) AS r"
+                    " %b::float8, %b::bigint, %b::text, %b::text)"
+                    " FROM {s}.ledger_scan(%b, %b, 1) AS r"
                     " WHERE r.seq = %b AND sha256('\\x00'::bytea || r.body) = %b",
     "put_evidence": "SELECT {s}.ledger_put_evidence(%b)",
     "size": "SELECT {s}.ledger_size()",
@@ -77,6 +85,10 @@ _QUERIES = {
     "evidence": "SELECT {s}.ledger_evidence(%b)",
     "digests": "SELECT d FROM {s}.ledger_evidence_digests(%b, %b) AS d",
     "checkpoints": "SELECT size, note FROM {s}.ledger_checkpoints()",
+    "signed_head": "SELECT {s}.ledger_signed_head()",
+    "sign_head": "SELECT {s}.ledger_sign_head(%b)",
+    "raise_alarm": "SELECT {s}.ledger_raise_alarm(%b)",
+    "take_alarms": "SELECT r FROM {s}.ledger_take_alarms() AS r",
 }
 
 
@@ -154,6 +166,8 @@ class PostgresStore:
         # refusal repeats); put back to the group's start when a group rolls back.
         self._verified: Head | None = None
         self._grouped = False
+        self._unsigned = False  # a group appended: sign its head once, before it commits
+        self._alarm: str | None = None  # a refusal to leave in the database (see _refuse)
         name = sql.Identifier(schema)
         self._q = {key: sql.SQL(text).format(s=name).as_bytes(conn)
                    for key, text in _QUERIES.items()}
@@ -229,12 +243,18 @@ class PostgresStore:
     @classmethod
     def open(
         cls, dsn: str, *, policy: CheckpointPolicy | None = None, schema: str = DEFAULT_SCHEMA,
+        unsafe_resign_head: bool = False,
     ) -> PostgresStore:
-        """Connect as the application's writer (or the reader, for reading only).
+        """Connect as the application's writer (or the reader, for reading only).  With a
+        ``policy`` (the log key) the database is first verified against the signed head and an
+        alarm left by an earlier refusal is recorded (issue 11).  ``unsafe_resign_head`` signs
+        whatever the database now holds instead: only for a ledger written before signed
+        heads, by a key holder who takes it as it is.
 
-        Raises InputError when the role is a superuser, owns the ledger or can write its tables
-        directly (9.2: the application never holds those rights) or when there is no ledger
-        schema; ExternalError when the server cannot be reached.
+        Raises IntegrityError when the tail does not match the signed head; InputError when
+        the role is a superuser, owns the ledger or can write its tables directly (9.2: the
+        application never holds those rights) or when there is no ledger schema; ExternalError
+        when the server cannot be reached.
         """
         _check_name(schema, "schema")
         where = _where(dsn)
@@ -272,10 +292,90 @@ class PostgresStore:
         store = cls(conn, schema, policy, where)
         try:
             store._sequencer.verify_signer(store.checkpoints(), where)
+            if policy is not None:
+                store._start(resign=unsafe_resign_head)
         except BaseException:
             conn.close()
             raise
         return store
+
+    # -- the signed head (issue 11) -----------------------------------------------------
+    def _start(self, *, resign: bool) -> None:
+        """Verify the database against the log key's signed head, then record the alarms an
+        earlier refusal left.  Raises IntegrityError."""
+        policy = self._sequencer.policy
+        assert policy is not None
+        try:
+            try:
+                with self._conn.transaction():
+                    db = self._locked_head()
+                    if resign:
+                        self._walk(0, None, db.size, db.last_leaf)
+                        self._execute("sign_head", (sign_head(db, policy.signer, policy.origin),))
+                    self._verified = self._signed_head(db, policy)
+            finally:
+                self._flush_alarm()
+            with self.group():
+                alarms = [str(r[0]) for r in self._rows("take_alarms", (), "reading alarms")]
+                if alarms:
+                    self.append([NewEvent.make(
+                        EventKind.LEDGER_TAMPER_DETECTED,
+                        {"refused": "; ".join(alarms)[:2000], "size": self._verified.size},
+                        actor="ledger", at=datetime.now(UTC))], force_checkpoint=True)
+        except psycopg.Error as e:
+            raise _error(e, f"{self.where}: opening the ledger") from e
+
+    def _signed_head(self, db: Head, policy: CheckpointPolicy) -> Head:
+        """``db`` (read under the append lock) checked against the signed head: the same size,
+        last leaf and frontier, the rows since the last checkpoint chaining to it, and the
+        last checkpoint the one it names.  Raises IntegrityError."""
+        note = self._value("signed_head", (), "reading the signed head")
+        last_cp = max((size for size, _ in self.checkpoints()), default=0)
+        if note is None:
+            if last_cp:
+                raise self._refuse("the signed head is missing")
+            # Never signed (written without the key): nothing to protect yet.
+            self._walk(0, None, db.size, db.last_leaf)
+            return db
+        try:
+            head = open_head(str(note), policy.signer.verifier, policy.origin)
+        except IntegrityError as e:
+            raise self._refuse(f"the signed head does not verify ({e.diagnostics()})") from e
+        if (db.size, db.last_leaf, db.peaks) != (head.size, head.last_leaf, head.peaks):
+            raise self._refuse(f"the ledger head ({db.size} events) is not the signed head "
+                               f"({head.size} events)")
+        if last_cp != head.last_checkpoint_size:
+            raise self._refuse(f"the last checkpoint is at {last_cp} events, the signed head "
+                               f"names one at {head.last_checkpoint_size}")
+        self._walk(min(head.last_checkpoint_size, head.size), None, head.size, head.last_leaf)
+        return head
+
+    def _locked_head(self) -> Head:
+        """The database's head, read after taking the append lock (inside a transaction)."""
+        row = self._conn.cursor(binary=True).execute(self._q["head"]).fetchone()
+        if row is None:
+            raise IntegrityError(f"{self.where}: ledger {self.schema} has no head")
+        return Head(int(row[0]), str(row[1]), _unpack(bytes(row[2])), int(row[3]),
+                    float(row[4]))
+
+    def _execute(self, query: str, params: Sequence[Any]) -> None:
+        self._conn.cursor(binary=True).execute(self._q[query], params)
+
+    def _flush_alarm(self) -> None:
+        """Leave the reason of a refusal in the database, outside any transaction (so that the
+        rollback of the refused one keeps it).  Best effort: the refusal stands regardless."""
+        if self._alarm is None or self._grouped:
+            return
+        reason, self._alarm = self._alarm, None
+        with contextlib.suppress(psycopg.Error):
+            self._execute("raise_alarm", (f"{datetime.now(UTC).isoformat()} {reason}",))
+
+    def _note_for(self, head: Head) -> str | None:
+        policy = self._sequencer.policy
+        if policy is None or self._grouped:
+            self._unsigned = self._unsigned or policy is not None
+            return None
+        return sign_head(head, policy.signer, policy.origin)
 
     # -- writing ----------------------------------------------------------------------
     def append(self, events: Sequence[NewEvent], *, force_checkpoint: bool = False) -> list[int]:
@@ -292,6 +392,13 @@ class PostgresStore:
         """
         head, self._head = self._head, None
         try:
+            return self._append(head, events, force_checkpoint)
+        finally:
+            self._flush_alarm()
+
+    def _append(self, head: Head | None, events: Sequence[NewEvent], force_checkpoint: bool
+                ) -> list[int]:
+        try:
             if head is not None:
                 batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
                 if batch.checkpoint is not None:
@@ -300,19 +407,14 @@ class PostgresStore:
                     head = self._append_after(head, batch, events)
             if head is None:
                 with self._conn.transaction():
-                    cur = self._conn.cursor(binary=True)
-                    row = cur.execute(self._q["head"]).fetchone()
-                    if row is None:
-                        raise IntegrityError(f"{self.where}: ledger {self.schema} has no head")
-                    head = self._checked_head(Head(int(row[0]), str(row[1]),
-                                                   _unpack(bytes(row[2])), int(row[3]),
-                                                   float(row[4])))
+                    head = self._checked_head(self._locked_head())
                     batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
                     if batch.checkpoint is not None and head.size > head.last_checkpoint_size:
                         # Before the log key signs a root over them, the rows since the last
                         # checkpoint must still chain to the head (once per checkpoint).
                         self._walk(head.last_checkpoint_size, None, head.size, head.last_leaf)
-                    cur.execute(self._q["append"], self._append_params(batch, events))
+                    self._execute("append", self._append_params(batch, events,
+                                                                self._note_for(batch.head)))
         except psycopg.Error as e:
             raise _error(e, f"{self.where}: append") from e
         self._head = self._verified = batch.head
@@ -322,7 +424,7 @@ class PostgresStore:
                       ) -> Head | None:
         """The fast path: one round trip that appends only if the database still ends at
         ``head`` and its last row still has ``head``'s leaf.  None when it did not append."""
-        params = self._append_params(batch, events)
+        params = self._append_params(batch, events, self._note_for(batch.head))
         if head.size:
             query = "append_after"
             params += (head.size, head.size, head.size, bytes.fromhex(head.last_leaf))
@@ -337,6 +439,9 @@ class PostgresStore:
         return head if row is not None else None
 
     def _refuse(self, message: str) -> IntegrityError:
+        """An IntegrityError for a tail that does not match; the reason is left in the
+        database once the refused transaction has ended (:meth:`_flush_alarm`)."""
+        self._alarm = message
         return IntegrityError(f"{self.where}: {message}; refusing to append or sign (someone "
                               f"with write access to {self.schema} changed the tail)")
 
@@ -407,10 +512,16 @@ class PostgresStore:
             yield
             return
         self._grouped = True
+        self._unsigned = False
         start = self._verified
         try:
             with self._conn.transaction():
                 yield
+                policy = self._sequencer.policy
+                if self._unsigned and policy is not None and self._verified is not None:
+                    # One signature for the whole group, in its own transaction.
+                    self._execute("sign_head", (sign_head(self._verified, policy.signer,
+                                                          policy.origin),))
         except psycopg.Error as e:
             self._head = None  # what this store wrote last may not have been committed
             self._verified = start
@@ -420,16 +531,20 @@ class PostgresStore:
             raise
         finally:
             self._grouped = False
+            self._unsigned = False
+            self._flush_alarm()
 
     @staticmethod
-    def _append_params(batch: Batch, events: Sequence[NewEvent]) -> tuple[Any, ...]:
+    def _append_params(batch: Batch, events: Sequence[NewEvent], note: str | None = None
+                       ) -> tuple[Any, ...]:
+        """The arguments of ``ledger_append`` for ``batch``; ``note`` is its signed head."""
         h, cp = batch.head, batch.checkpoint
         return (
             [e.seq for e in batch.events], [e.leaf for e in batch.events],
             [n.kind for n in events], [n.attempt for n in events],
             [e.body for e in batch.events],
             h.size, h.last_leaf, _pack(h.peaks), h.last_checkpoint_size,
-            h.last_checkpoint_time, cp[0] if cp else None, cp[1] if cp else None,
+            h.last_checkpoint_time, cp[0] if cp else None, cp[1] if cp else None, note,
         )
 
     def put_evidence(self, data: bytes) -> str:
