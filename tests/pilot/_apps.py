@@ -98,11 +98,14 @@ class RecordingHandler:
             )
         return "250 2.0.0 OK"
 
+    def snapshot(self) -> list[Received]:
+        """Every accepted message so far, in the order of acceptance."""
+        with self._lock:
+            return list(self.accepted)
+
     def messages_for(self, token: str) -> list[Received]:
         """Accepted messages whose body token, or else X-Run-Token header, is ``token``."""
-        with self._lock:
-            messages = list(self.accepted)
-        return [m for m in messages if m.analysis.run_token == token]
+        return [m for m in self.snapshot() if m.analysis.run_token == token]
 
 
 @dataclass(frozen=True)
@@ -190,12 +193,18 @@ class Deployment:
     log: Path
     http: httpx.Client
 
-    def submit(self, payload: Mapping[str, Any], *, form: bool = False) -> httpx.Response:
+    def submit(
+        self,
+        payload: Mapping[str, Any],
+        *,
+        form: bool = False,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
         request: dict[str, Any] = {"data": payload} if form else {"json": payload}
-        return self.http.post(f"{self.url}/api/feedback", **request)
+        return self.http.post(f"{self.url}/api/feedback", headers=headers, **request)
 
-    def get(self, path: str) -> httpx.Response:
-        return self.http.get(self.url + path)
+    def get(self, path: str, *, headers: Mapping[str, str] | None = None) -> httpx.Response:
+        return self.http.get(self.url + path, headers=headers)
 
 
 @contextmanager
