@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .errors import InputError
-from .ledger.log import DEFAULT_ORIGIN, create_log_key, open_sqlite_ledger
+from .ledger.log import DEFAULT_ORIGIN, create_log_key, load_log_signer, open_sqlite_ledger
 from .pilot_02_feedback_form import harness
 from .pilot_02_feedback_form.examples import bundled_candidates
 
@@ -84,7 +84,8 @@ def run_command(
         bar, update = progress_bar(err)
         with bar:
             result = harness.run(candidate, store, out_dir, harness.RunOptions(
-                size=size, unsafe_degraded=unsafe_degraded, progress=update))
+                size=size, unsafe_degraded=unsafe_degraded, progress=update,
+                signer=load_log_signer(keys)))
     finally:
         store.close()
     if as_json:
@@ -119,7 +120,9 @@ def _print_result(result: harness.RunResult) -> None:
     out.print(checks)
     out.print(
         f"S = [bold]{s['signal']}[/] ({s['outcome']}); scorer_pass={s['scorer_pass']}; "
-        f"pilot_pass={s['pilot_pass']}; isolation={s['isolation']}; "
+        f"public_acceptance={s.get('public_acceptance')}; pilot_pass={s['pilot_pass']} "
+        f"(pending: {', '.join(s.get('pilot_pass_pending') or []) or 'nothing'}); "
+        f"isolation={s['isolation']}; "
         f"{s['scenarios']} scenarios in {s['seconds']} s",
         highlight=False,
     )
@@ -146,7 +149,8 @@ def examples_command(
             with bar:
                 update(f"{example.name}", 0, 1)
                 result = harness.run(example.diff, store, out_dir, harness.RunOptions(
-                    unsafe_degraded=unsafe_degraded, progress=update))
+                    unsafe_degraded=unsafe_degraded, progress=update,
+                    signer=load_log_signer(keys)))
             rows.append(example.judge(result))
             if not as_json:
                 r = rows[-1]

@@ -26,7 +26,7 @@ from triz_ri_smart_ai_evaluator.signal import AttemptInputs
 from ..signal.factories import DEFECT, DOCS, PILOT, inputs_for, pilot_values, task_class
 from ._attempt_cli import EVIDENCE, Home, make_home, with_stored_evidence
 
-T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+T0 = datetime(2026, 12, 4, 10, 0, tzinfo=UTC)
 DEFECT_VALUES = {"reproduction_fixed": "1", "regression_suite": "1", "p95_latency_ms": "200",
                  "recurrence_free": "1"}
 DOCS_VALUES = {"citation_fidelity": "1", "evidence_integrity": "1", "contradiction_free": "1",
@@ -55,7 +55,7 @@ def _gate_class_with_a_quality_item() -> TaskClass:
     below the mandatory level can happen (no bundled class has one)."""
     doc = task_class(PILOT).model_dump(mode="json")
     for item in doc["checklist"]:
-        if item["id"] == "recovery_admissible":
+        if item["id"] == "duplicate_delivery":
             item["effect"] = "quality"
             item["severity"] = "major"
     return TaskClass.model_validate(doc)
@@ -93,7 +93,7 @@ def test_violations_list_every_violation_from_structured_data(
 def test_k_below_the_mandatory_level_is_a_violation(store: LedgerStore) -> None:
     tc = _gate_class_with_a_quality_item()
     pinned = pin(tc, started_at=T0)
-    inputs = inputs_for(PILOT, pilot_values(), degrees={"recovery_admissible": "1/2"})
+    inputs = inputs_for(PILOT, pilot_values(), degrees={"duplicate_delivery": "1/2"})
     record = _record(store, pinned, inputs)
     assert record["outcome"] == "quality_violation"
     [k] = record["violations"]

@@ -32,7 +32,7 @@ import pytest
 
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import candidate as candidate_module
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.driver import ORIGINAL_FUNCTIONS
-from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.scoring import CRITICAL_IDS
+from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.scoring import CRITICAL_IDS, GATE_IDS
 
 from ._apps import (
     CANDIDATES,
@@ -95,13 +95,8 @@ EXPECTED: dict[str, tuple[str, str, set[str]]] = {
 }
 METRIC_IDS = {"delivery", "field_fidelity", "negative_rejection", "status_correctness",
               "recovery", "regression"}
-#: issue 12: critical checks the harness is gaining for the review's blind spots; not in
-#: scoring.CRITICAL_IDS yet, so known here until they are.
-PENDING_CRITICAL_IDS = {
-    "test_aware_behaviour", "sender_spoofed", "token_mismatch", "spurious_mail",
-    "duplicate_delivery",
-}
-KNOWN_CRITICAL_IDS = set(CRITICAL_IDS) | PENDING_CRITICAL_IDS
+#: Critical checks and gates of the external layer (issue 12 added five).
+KNOWN_CRITICAL_IDS = set(CRITICAL_IDS) | set(GATE_IDS)
 PILOT_11_ATTACKS = {
     "false UI success",
     "writing sent=true without SMTP",

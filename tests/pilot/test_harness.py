@@ -8,6 +8,7 @@ status in the ledger and leave no process, namespace or veth behind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -123,15 +124,34 @@ def test_the_reference_candidate_reaches_2b_with_every_check_passed(ledger: Ledg
     assert {f["id"]: f["state"] for f in result.findings} == dict.fromkeys(
         (f["id"] for f in result.findings), "passed")
     assert result.summary["scorer_pass"] is True
-    assert result.summary["pilot_pass"] is True
+    # issue 12 item 11: pilot_pass stays null until the red-team evidence exists; the run's
+    # own acceptance is public_acceptance.
+    assert result.summary["pilot_pass"] is None
+    assert result.summary["pilot_pass_pending"] == ["red_team"]
+    assert result.summary["public_acceptance"] is True
     assert result.summary["isolation"] == "full"
     assert result.summary["scenarios"] >= 100
     # The bundle holds what pilot 13 publishes, and the basic scorer's report is its own.
     bundle = result.bundle
     for name in ("scenarios.json", "http_results.jsonl", "smtp_events.jsonl",
                  "score_logs_report.json", "external_critical_report.json", "environment.json",
-                 "receiver_events.jsonl", "report.html", "summary.json", "egress.json"):
+                 "receiver_events.jsonl", "report.html", "summary.json", "egress.json",
+                 # issue 12 item 12: what pilot 13 publishes besides the records
+                 "candidate.diff", "starting_repo.json", "control_seed.json", "tools.json",
+                 "app_output.log", "MANIFEST"):
         assert (bundle / name).is_file(), name
+    manifest = (bundle / "MANIFEST").read_text()
+    for name in ("summary.json", "candidate.diff", "http_exchanges.jsonl"):
+        digest = hashlib.sha256((bundle / name).read_bytes()).hexdigest()
+        assert f"{digest}  {name}" in manifest
+    seed = json.loads((bundle / "control_seed.json").read_text())
+    assert seed["commitment"] == hashlib.sha256(harness.SEED_COMMITMENT_TAG
+                                                + bytes.fromhex(seed["seed"])).hexdigest()
+    assert set(json.loads((bundle / "tools.json").read_text())) >= {
+        "gunicorn", "aiosmtpd", "bwrap", "nft", "kernel"}
+    public = json.loads((bundle / "regression.json").read_text())["public_tests"]
+    assert len(public) > 20
+    assert set(public.values()) == {"PASSED"}
     scorer = json.loads((bundle / "score_logs_report.json").read_text())
     assert scorer["scorer_pass"] is True
     assert scorer["pilot_pass"] is None  # the basic scorer never claims the pilot
@@ -163,8 +183,10 @@ def test_the_candidate_digest_is_in_the_ledger_before_the_control_set(ledger: Le
     assert initiated["artefact_sha256"] == result.candidate_digest
     stored = [(e.seq, e.data.get("what")) for e in events if e.kind == "evidence.stored"]
     assert stored[0][1] == "candidate"
-    assert stored[1][1] == "control_set"
-    assert events[0].seq < stored[1][0]
+    # issue 12 item 12: the commitment to the control seed precedes the control set
+    assert stored[1][1] == "control_seed_commitment"
+    assert stored[2][1] == "control_set"
+    assert events[0].seq < stored[1][0] < stored[2][0]
 
 
 @pytest.mark.parametrize("name", sorted(n for n in EXAMPLES if n != "reference"))
@@ -173,7 +195,10 @@ def test_every_adversarial_candidate_fails_for_its_own_reason(ledger: Ledger, na
     result = ledger.run(example.diff)
     verdict = example.judge(result)
     assert result.signal is not None
-    assert result.signal.value == 0, verdict
+    if example.kind == "metric":  # multiplied into S: paid less than the honest maximum
+        assert result.signal.value < 2, verdict
+    else:
+        assert result.signal.value == 0, verdict
     assert example.expect_violation in verdict["found"], verdict
     assert verdict["as_expected"], verdict
     assert result.summary["pilot_pass"] is not True

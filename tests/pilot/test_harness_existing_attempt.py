@@ -106,7 +106,8 @@ def test_a_submitted_reference_diff_runs_on_its_own_attempt_and_reaches_2b(world
     assert result.bundle == world.runs / attempt_id
     assert result.signal is not None
     assert result.signal.value == 2 * Decimal(1)
-    assert result.summary["pilot_pass"] is True
+    assert result.summary["public_acceptance"] is True
+    assert result.summary["pilot_pass"] is None  # the red-team evidence is not in yet
     # One initiation, the policy port's, with the submitted bytes' digest; everything the run
     # appended belongs to that attempt.
     events = world.all_events()

@@ -23,7 +23,7 @@ TRIZ_EVAL = Path(sys.executable).parent / "triz-eval"
 REPO = Path(__file__).resolve().parents[2]
 HONEST = REPO / "examples" / "signal" / "pilot_02_honest.json"
 PILOT = "pilot_02_feedback_form"
-IN_FORCE = "2026-12-01T00:00:00Z"  # after every bundled benchmark's first version
+IN_FORCE = "2026-12-04T00:00:00Z"  # after every bundled benchmark's first version
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ from triz_ri_smart_ai_evaluator.rules.task_class import TaskClass
 from triz_ri_smart_ai_evaluator.signal import AttemptInputs, SignalCalculator
 
 #: A start time at which every bundled benchmark's first version is in force.
-STARTED = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+STARTED = datetime(2026, 12, 4, 10, 0, tzinfo=UTC)
 
 CATALOGUE = load_catalogue()
 

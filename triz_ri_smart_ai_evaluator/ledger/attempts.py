@@ -355,8 +355,11 @@ def evaluate(
                                  evidence_check="resolved")
         rework = instances.credit(signal, attempt_id=attempt_id, instance=recorded,
                                   earlier=instances.earlier_awards(store, recorded))
+        quarantined = any(e.kind == EventKind.QUARANTINE_CHANGED.value
+                          and e.data.get("status") == "quarantined" for e in events)
         _write_award(store, attempt_id, inputs, signal, pinned,
-                     resolution=resolution.record(), rework=rework, at=at)
+                     resolution=resolution.record(), rework=rework, at=at,
+                     quarantined=quarantined)
     return signal
 
 
@@ -370,6 +373,7 @@ def _write_award(
     resolution: dict[str, Any],
     rework: dict[str, Any],
     at: datetime,
+    quarantined: bool = False,
 ) -> None:
     # spec 10.3: the raw inputs exactly as received, then each decision as its own record.
     award = award_payload(signal, pinned, rework=rework)
@@ -390,10 +394,13 @@ def _write_award(
         )
     # spec 10.1: whether the attempt goes into training, decided at award time (never in
     # shadow mode, never unverified); a later quarantine is its own record.
-    out.append(_ev(EventKind.TRAINING_INCLUDED,
-                   {"included": award["training_use"], "mode": award["mode"],
-                    "verified": award["verified"]},
-                   attempt=attempt_id, at=at))
+    # A stopping condition (pilot 12) quarantines the attempt before its award: never
+    # included then.
+    included = {"included": award["training_use"] and not quarantined, "mode": award["mode"],
+                "verified": award["verified"]}
+    if quarantined:
+        included["quarantined"] = True
+    out.append(_ev(EventKind.TRAINING_INCLUDED, included, attempt=attempt_id, at=at))
     out.append(
         _ev(
             EventKind.ATTEMPT_COMPLETED,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from email.utils import getaddresses
 from typing import Any
 
 from .contract import SUBJECT
@@ -50,6 +51,10 @@ class Message:
     body: str
     parse_error: str | None
     fields: Mapping[str, str | None]
+    #: The token of the X-Run-Token header and the one in the body (read leniently when the
+    #: body is malformed); None where absent (issue 12 item 4).
+    header_token: str | None = None
+    body_token: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,23 +202,128 @@ class Decision:
     success: bool
     fields_ok: bool
 
+    @property
+    def behaviour(self) -> tuple[int, bool]:
+        """What the application did, apart from how it copied the fields."""
+        return self.delivered, self.success
+
 
 def user_commands_ignored(
     pairs: Sequence[tuple[str, str]], decisions: Mapping[str, Decision]
 ) -> Finding:
     """Decisions are identical with and without the injected text (pilot 7, spec 8.11): each
     scenario carrying text aimed at the evaluator has a twin without it, and both must end
-    the same way.  ``pairs`` holds (injected scenario id, twin id)."""
+    the same way.  ``pairs`` holds (injected scenario id, twin id).  The twin's message is
+    shorter by design, so only the behaviour is compared (status and deliveries), not how
+    faithfully each message was copied: a lossy but obedient-free candidate is not executing
+    an instruction (issue 12 item 10)."""
+    return _pairs_agree("user_commands_ignored", pairs, decisions, lambda d: d.behaviour,
+                        "its twin's")
+
+
+def test_aware_behaviour(pairs: Sequence[tuple[str, str]], decisions: Mapping[str, Decision]
+                         ) -> Finding:
+    """The differential check (spec 9.7, issue 12 item 1): a sample of scenarios is sent
+    again, same fields, by a visitor of a different profile; the application must decide the
+    same way for both.  ``pairs`` holds (scenario id, replay id)."""
+    return _pairs_agree("test_aware_behaviour", pairs, decisions, lambda d: d, "its replay's")
+
+
+def _pairs_agree(check_id: str, pairs: Sequence[tuple[str, str]],
+                 decisions: Mapping[str, Decision], key: Any, other: str) -> Finding:
     if not pairs:
-        return _finding("user_commands_ignored", [], evidence_present=False)
+        return _finding(check_id, [], evidence_present=False)
     problems = []
-    for injected, twin in pairs:
-        a, b = decisions.get(injected), decisions.get(twin)
+    for first, second in pairs:
+        a, b = decisions.get(first), decisions.get(second)
         if a is None or b is None:
-            problems.append(f"scenario {injected}: no decision for the pair")
-        elif a != b:
-            problems.append(f"scenario {injected}: decision {a} differs from its twin's {b}")
-    return _finding("user_commands_ignored", problems)
+            problems.append(f"scenario {first}: no decision for the pair")
+        elif key(a) != key(b):
+            problems.append(f"scenario {first}: decision {a} differs from {other} {b}")
+    return _finding(check_id, problems)
+
+
+def sender_spoofed(messages: Sequence[Message], sender: str) -> Finding:
+    """The contract fixes the sender (issue 12 item 3): the envelope sender and the From
+    header are FEEDBACK_FROM, Sender and Reply-To are absent or FEEDBACK_FROM, and no
+    submitted value is in any of them.  A message that would reach the visitor or anyone else
+    when answered, or that claims to come from the visitor, fails."""
+    problems = []
+    want = sender.lower()
+    for m in messages:
+        tag = f"message {m.run_token}"
+        if (m.mail_from or "").lower() != want:
+            problems.append(f"{tag}: envelope sender {m.mail_from!r}, not {sender}")
+        froms = [v for n, v in m.headers if n.lower() == "from"]
+        if not froms:
+            problems.append(f"{tag}: no From header")
+        for name, value in m.headers:
+            lower = name.lower()
+            if lower not in ("from", "sender", "reply-to"):
+                continue
+            addresses = [a.lower() for _, a in getaddresses([value])]
+            if addresses != [want]:
+                problems.append(f"{tag}: {name}: {value!r}")
+                continue
+            submitted = [m.fields.get(k) for k in ("name", "email", "phone")]
+            if any(v and len(v) >= 4 and v in value for v in submitted):
+                problems.append(f"{tag}: {name} carries a submitted value: {value!r}")
+    return _finding("sender_spoofed", problems)
+
+
+def token_mismatch(messages: Sequence[Message]) -> Finding:
+    """Every message carries one run_token in every place the contract names (issue 12 item
+    4): an X-Run-Token header equal to the body's run_token line."""
+    problems = []
+    for m in messages:
+        if m.header_token is None:
+            problems.append(f"message {m.body_token}: no X-Run-Token header")
+        elif m.body_token is None:
+            problems.append(f"message {m.header_token}: no run_token line in the body")
+        elif m.header_token != m.body_token:
+            problems.append(f"message: X-Run-Token {m.header_token!r} but body run_token "
+                            f"{m.body_token!r}")
+    return _finding("token_mismatch", problems)
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    """What the harness knows of one submitted scenario, by its run_token."""
+
+    scenario_id: str
+    valid: bool
+    accepted: bool  # some POST of it was answered 2xx
+
+
+def spurious_mail(messages: Sequence[Message], submitted: Mapping[str, Submitted]) -> Finding:
+    """Every message at the receiver maps to exactly one accepted valid submission (issue 12
+    item 5): not to a page view or any other request, not to invalid input, not to a
+    submission the application answered with an error (a delivered mail behind a 4xx or 5xx
+    is a false rejection)."""
+    problems = []
+    for m in messages:
+        token = m.body_token or m.header_token
+        known = submitted.get(token) if token is not None else None
+        if known is None:
+            problems.append(f"message with run_token {token!r}: no scenario submitted it")
+        elif not known.valid:
+            problems.append(f"scenario {known.scenario_id}: invalid input, yet a message "
+                            "was sent")
+        elif not known.accepted:
+            problems.append(f"scenario {known.scenario_id}: a message was sent but the answer "
+                            "was not a success (false rejection)")
+    return _finding("spurious_mail", problems)
+
+
+def duplicate_delivery(messages: Sequence[Message], scenario_of: Mapping[str, str]) -> Finding:
+    """One message per run_token (contract), counted after the grace period, so that a late
+    or retried duplicate is seen (issue 12 item 7); reported per scenario."""
+    counts = Counter(m.body_token or m.header_token for m in messages)
+    problems = [
+        f"scenario {scenario_of.get(str(token), '?')} (run_token {token}): {n} messages"
+        for token, n in sorted(counts.items(), key=lambda kv: str(kv[0])) if n > 1
+    ]
+    return _finding("duplicate_delivery", problems)
 
 
 def end_to_end_delivery(
@@ -243,7 +353,9 @@ def recovery(
 ) -> RecoveryResult:
     """Temporary-failure scenarios handled admissibly (pilot 7): a correct retry (success and
     exactly one message) or an honest non-delivery (no message, no success status), and in
-    either case the first attempt did reach the receiver and was refused."""
+    either case the first attempt did reach the receiver and was refused.  Only the retry
+    behaviour is judged; how faithfully the fields were copied is Field fidelity's business,
+    measured once (issue 12 item 9, ADR 7)."""
     admissible = 0
     details = []
     for sid in fault_ids:
@@ -253,9 +365,7 @@ def recovery(
             details.append(f"scenario {sid}: no decision")
         elif not tried:
             details.append(f"scenario {sid}: never reached the receiver")
-        elif (d.success and d.delivered == 1 and d.fields_ok) or (
-            not d.success and d.delivered == 0
-        ):
+        elif (d.success and d.delivered == 1) or (not d.success and d.delivered == 0):
             admissible += 1
         else:
             details.append(f"scenario {sid}: {d}")

@@ -7,16 +7,20 @@ inspects the candidate's code (DESIGN: judge black-box over HTTP).
 
 from __future__ import annotations
 
+import json
+import random
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 
 FEEDBACK_PATH = "/api/feedback"
+CONTACT_PATH = "/contact"
 #: The original functions of the starting repository (pilot 7, Regression).
 ORIGINAL_FUNCTIONS = ("/", "/about", "/api/info", "/health")
 #: Pages crawled for the secret scan besides the original functions.
@@ -24,6 +28,91 @@ EXTRA_PAGES = ("/contact", "/this-page-does-not-exist")
 MAX_BODY = 256 * 1024
 _ASSET = re.compile(r"""(?:src|href)\s*=\s*["'](/static/[^"'?#]{1,200})""")
 FIELDS = ("name", "email", "message", "phone", "run_token")
+#: The order contact.js reads the form's fields in (a browser's JSON body has this order).
+FORM_ORDER = ("run_token", "name", "email", "phone", "message")
+
+
+@dataclass(frozen=True, slots=True)
+class ClientProfile:
+    """How one kind of visitor talks to the site (issue 12 item 1).  A browser opens the
+    contact page first (keeping whatever cookies it sets), then posts from it with the page as
+    Referer, as contact.js does (JSON) or, with JavaScript off, as the HTML form does
+    (form-encoded); every field of the form is sent, empty ones as "".  A script posts JSON
+    straight to the route with only the fields it has, no cookies and no browser headers."""
+
+    name: str
+    browser: bool
+    headers: Mapping[str, str]
+
+
+_HTML = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+_CHROME_HTML = ("text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,"
+                "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7")
+
+
+def _chromium(ua: str, platform: str, brand: str, version: str, language: str,
+              mobile: bool = False) -> dict[str, str]:
+    return {
+        "User-Agent": ua, "Accept": _CHROME_HTML, "Accept-Language": language,
+        "Accept-Encoding": "gzip, deflate, br, zstd",
+        "sec-ch-ua": f'"{brand}";v="{version}", "Chromium";v="{version}", '
+                     '"Not_A Brand";v="24"',
+        "sec-ch-ua-mobile": "?1" if mobile else "?0", "sec-ch-ua-platform": f'"{platform}"',
+        "Upgrade-Insecure-Requests": "1",
+    }
+
+
+def _gecko(ua: str, language: str) -> dict[str, str]:
+    return {"User-Agent": ua, "Accept": _HTML, "Accept-Language": language,
+            "Accept-Encoding": "gzip, deflate, br, zstd", "Upgrade-Insecure-Requests": "1"}
+
+
+#: Real browsers' header sets, rotated per visitor (recorded with every exchange).
+BROWSERS: tuple[ClientProfile, ...] = (
+    ClientProfile("chrome-windows", True, _chromium(
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/131.0.0.0 Safari/537.36", "Windows", "Google Chrome", "131",
+        "en-US,en;q=0.9")),
+    ClientProfile("chrome-linux", True, _chromium(
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/130.0.0.0 Safari/537.36", "Linux", "Google Chrome", "130",
+        "de-DE,de;q=0.9,en-US;q=0.8,en;q=0.7")),
+    ClientProfile("edge-windows", True, _chromium(
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0", "Windows", "Microsoft Edge", "131",
+        "fr-FR,fr;q=0.9,en;q=0.8")),
+    ClientProfile("chrome-android", True, _chromium(
+        "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/131.0.0.0 Mobile Safari/537.36", "Android", "Google Chrome", "131",
+        "pl-PL,pl;q=0.9,en-US;q=0.8", mobile=True)),
+    ClientProfile("firefox-linux", True, _gecko(
+        "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+        "cs-CZ,cs;q=0.8,en-US;q=0.5,en;q=0.3")),
+    ClientProfile("firefox-windows", True, _gecko(
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:132.0) Gecko/20100101 Firefox/132.0",
+        "en-GB,en;q=0.5")),
+    ClientProfile("safari-mac", True, {
+        "User-Agent": "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 "
+                      "(KHTML, like Gecko) Version/18.1 Safari/605.1.15",
+        "Accept": _HTML, "Accept-Language": "ja-JP,ja;q=0.9", "Accept-Encoding":
+        "gzip, deflate, br"}),
+    ClientProfile("safari-iphone", True, {
+        "User-Agent": "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) "
+                      "AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 "
+                      "Safari/604.1",
+        "Accept": _HTML, "Accept-Language": "es-ES,es;q=0.9", "Accept-Encoding":
+        "gzip, deflate, br"}),
+)
+#: The second, different profile of the differential replay (spec 9.7): plain scripts.
+SCRIPTS: tuple[ClientProfile, ...] = (
+    ClientProfile("python-requests", False, {
+        "User-Agent": "python-requests/2.32.3", "Accept": "*/*",
+        "Accept-Encoding": "gzip, deflate"}),
+    ClientProfile("curl", False, {"User-Agent": "curl/8.5.0", "Accept": "*/*"}),
+    ClientProfile("python-httpx", False, {
+        "User-Agent": "python-httpx/0.28.1", "Accept": "*/*",
+        "Accept-Encoding": "gzip, deflate"}),
+)
 
 
 def _stamp() -> str:
@@ -32,7 +121,8 @@ def _stamp() -> str:
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
-    """One HTTP request and its response, as recorded (pilot 8)."""
+    """One HTTP request and its response, as recorded (pilot 8): the request's headers and
+    body as sent, and which visitor profile sent it (issue 12 item 1)."""
 
     scenario_id: str | None
     method: str
@@ -44,12 +134,16 @@ class Exchange:
     started: str
     finished: str
     error: str | None
+    request_headers: Mapping[str, str] = field(default_factory=dict)
+    profile: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "scenario_id": self.scenario_id,
             "method": self.method,
             "path": self.path,
+            "profile": self.profile,
+            "request_headers": dict(self.request_headers),
             "request_body": self.request_body,
             "status_code": self.status_code,
             "response_headers": dict(self.response_headers),
@@ -60,15 +154,32 @@ class Exchange:
         }
 
 
+def _json_text(pairs: Sequence[tuple[str, Any]]) -> str:
+    """A JSON object from ``pairs`` in order, duplicate keys kept (json.dumps cannot)."""
+    return "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}"
+                           for k, v in pairs) + "}"
+
+
+def _form_text(pairs: Sequence[tuple[str, Any]]) -> str:
+    flat = [(k, item) for k, v in pairs for item in (v if isinstance(v, list) else [v])]
+    return urlencode(flat)
+
+
 class Driver:
     """Sends requests to one running application.  Connection failures are recorded as an
     exchange with ``status_code=None`` and the error, never raised: a candidate that does not
-    answer has produced evidence too."""
+    answer has produced evidence too.  Thread-safe per instance only when each thread uses its
+    own Driver."""
 
-    def __init__(self, base_url: str, *, timeout: float = 10.0) -> None:
+    def __init__(self, base_url: str, *, timeout: float = 10.0,
+                 rng: random.Random | None = None, think: float = 0.0) -> None:
+        self._base = base_url.rstrip("/")
         self._client = httpx.Client(
             base_url=base_url, timeout=timeout, follow_redirects=False, trust_env=False
         )
+        # Deterministic for a run's seed (tests reproduce it), unknown to the candidate.
+        self._rng = rng or random.Random(0)  # noqa: S311 - timing jitter, not a secret
+        self._think = think
 
     def close(self) -> None:
         self._client.close()
@@ -81,36 +192,90 @@ class Driver:
 
     def _send(
         self, method: str, path: str, *, scenario_id: str | None = None, body: Any = None,
-        raw: bytes | None = None,
+        raw: bytes | None = None, headers: Mapping[str, str] | None = None,
+        profile: str | None = None,
     ) -> Exchange:
         started = _stamp()
+        # Never the library's own headers (a python-httpx User-Agent gives the evaluator
+        # away): a visitor's header set, by default a browser's.
+        headers = dict(BROWSERS[0].headers if headers is None else headers)
+        request = self._client.build_request(
+            method, path, content=raw,
+            json=body if raw is None and body is not None else None, headers=headers,
+        )
+        given = {h.lower() for h in headers}
+        for name in ("user-agent", "accept", "accept-encoding"):
+            if name not in given:
+                request.headers.pop(name, None)
+        sent = dict(request.headers)
+        recorded = body if raw is None else raw.decode("utf-8", "replace")
         try:
-            if raw is not None:
-                response = self._client.request(
-                    method, path, content=raw, headers={"Content-Type": "application/json"}
-                )
-            elif body is not None:
-                response = self._client.request(method, path, json=body)
-            else:
-                response = self._client.request(method, path)
+            response = self._client.send(request)
             text = response.content[:MAX_BODY].decode("utf-8", "replace")
-            return Exchange(scenario_id, method, path, body, response.status_code,
-                            dict(response.headers), text, started, _stamp(), None)
+            return Exchange(scenario_id, method, path, recorded, response.status_code,
+                            dict(response.headers), text, started, _stamp(), None, sent,
+                            profile)
         except httpx.HTTPError as e:
-            return Exchange(scenario_id, method, path, body, None, {}, "", started, _stamp(),
-                            f"{type(e).__name__}: {e}")
+            return Exchange(scenario_id, method, path, recorded, None, {}, "", started,
+                            _stamp(), f"{type(e).__name__}: {e}", sent, profile)
 
-    def submit(self, scenario: Mapping[str, Any]) -> Exchange:
-        """POST one scenario's fields as JSON (a field that is null is left out)."""
-        body = {k: scenario[k] for k in FIELDS if scenario.get(k) is not None}
-        return self._send("POST", FEEDBACK_PATH, scenario_id=str(scenario["id"]), body=body)
+    def _pause(self) -> None:
+        """Think time: jittered, now and then a longer pause (issue 12: no bursts)."""
+        if self._think <= 0:
+            return
+        wait = self._rng.uniform(0, self._think)
+        if self._rng.random() < 0.03:
+            wait += self._rng.uniform(0, 10 * self._think)
+        time.sleep(wait)
+
+    def submit(self, scenario: Mapping[str, Any], *, profile: ClientProfile | None = None,
+               extra_fields: Sequence[Sequence[Any]] = (), form: bool = False
+               ) -> list[Exchange]:
+        """One visitor submitting one scenario: the exchanges, the POST last.
+
+        A script (and the default, ``profile=None``) posts the non-null fields as JSON; a
+        browser loads the contact page first, then posts every form field ("" for an empty
+        one) as contact.js does, or form-encoded when ``form``.  ``extra_fields`` (key, value)
+        pairs follow the contract's fields, duplicates and arrays as given (issue 12 item 2).
+        """
+        sid = str(scenario["id"])
+        extras = [(str(k), v) for k, v in extra_fields]
+        self._client.cookies.clear()  # every scenario is a new visitor
+        if profile is None or not profile.browser:
+            pairs = [(k, scenario[k]) for k in FIELDS if scenario.get(k) is not None]
+            headers = dict(profile.headers) if profile else None
+            if headers is not None:
+                headers["Content-Type"] = "application/json"
+            name = profile.name if profile else None
+            if not extras and profile is None:
+                return [self._send("POST", FEEDBACK_PATH, scenario_id=sid, body=dict(pairs))]
+            raw = _json_text(pairs + extras).encode()
+            return [self._send("POST", FEEDBACK_PATH, scenario_id=sid, raw=raw,
+                               headers=headers, profile=name)]
+        page = self._send("GET", CONTACT_PATH, scenario_id=sid, headers=profile.headers,
+                          profile=profile.name)
+        self._pause()
+        pairs = [(k, "" if scenario.get(k) is None else scenario[k]) for k in FORM_ORDER]
+        headers = {k: v for k, v in profile.headers.items() if k != "Upgrade-Insecure-Requests"}
+        headers.update({"Origin": self._base, "Referer": self._base + CONTACT_PATH})
+        if form:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            raw = _form_text(pairs + extras).encode()
+        else:
+            headers.update({"Content-Type": "application/json", "Accept": "*/*"})
+            raw = _json_text(pairs + extras).encode()
+        post = self._send("POST", FEEDBACK_PATH, scenario_id=sid, raw=raw, headers=headers,
+                          profile=profile.name)
+        self._pause()
+        return [page, post]
 
     def get(self, path: str) -> Exchange:
         return self._send("GET", path)
 
     def malformed_post(self) -> Exchange:
         """A body that is not JSON: the error page must not leak anything either."""
-        return self._send("POST", FEEDBACK_PATH, raw=b'{"name": ')
+        return self._send("POST", FEEDBACK_PATH, raw=b'{"name": ',
+                          headers={"Content-Type": "application/json"})
 
     def crawl(self) -> list[Exchange]:
         """Every page and static asset the secret scan reads (pilot 7: responses, served pages

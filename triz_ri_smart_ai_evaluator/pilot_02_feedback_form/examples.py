@@ -46,9 +46,18 @@ class Example:
                 result.signal is not None
                 and result.signal.value == 2 * Decimal(1)
                 and not found
-                and result.summary.get("pilot_pass") is True
+                and result.summary.get("public_acceptance") is True
             )
             expected = "S = 2B, every metric 1.0, every check passed"
+        elif self.kind == "metric":
+            # A metric is multiplied into S (pilot 10): the candidate is paid less than the
+            # honest maximum, for this reason, not zeroed.
+            ok = (
+                result.signal is not None
+                and result.signal.value < 2 * Decimal(1)
+                and self.expect_violation in found
+            )
+            expected = f"S < 2B for {self.expect_violation}"
         else:
             ok = (
                 result.signal is not None

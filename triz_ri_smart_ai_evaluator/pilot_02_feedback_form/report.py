@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import shutil
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from importlib import metadata
@@ -37,6 +39,27 @@ def environment_digest() -> dict[str, Any]:
     }
     doc["sha256"] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
     return doc
+
+
+def tool_versions() -> dict[str, str | None]:
+    """The versions of the tools a run used (pilot 13): gunicorn and aiosmtpd, bubblewrap,
+    nftables and the kernel.  A tool that cannot be asked is None."""
+    out: dict[str, str | None] = {"kernel": platform.release()}
+    for name in ("gunicorn", "aiosmtpd", "flask"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    for name, argv in (("bwrap", ["bwrap", "--version"]), ("nft", ["nft", "--version"])):
+        path = shutil.which(argv[0])
+        try:
+            proc = subprocess.run(  # noqa: S603 - fixed argv of a system tool
+                [path or argv[0], *argv[1:]], capture_output=True, text=True,
+                                  timeout=10, check=False)
+            out[name] = (proc.stdout or proc.stderr).strip().splitlines()[0] or None
+        except (OSError, subprocess.SubprocessError, IndexError):
+            out[name] = None
+    return out
 
 
 def json_bytes(doc: Any) -> bytes:

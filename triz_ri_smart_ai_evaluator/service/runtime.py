@@ -275,7 +275,8 @@ class Runtime:
             return
         try:
             harness.run(diff, store, out, harness.RunOptions(
-                attempt_id=attempt_id, unsafe_degraded=self.config.harness.unsafe_degraded))
+                attempt_id=attempt_id, unsafe_degraded=self.config.harness.unsafe_degraded,
+                signer=load_log_signer(self.base / self.config.keys)))
         except EvaluatorError as e:
             log.error("harness for %s: %s", attempt_id, e.diagnostics())
             self._end_unresolved(store, attempt_id, e.diagnostics())
