@@ -179,13 +179,15 @@ def main() -> None:
         "full_run_median_s": round(median, 3), "full_run_max_s": round(max(totals), 3),
         "bare_median_s": round(bare, 3), "full_over_bare": round(median / bare, 2),
         "phases_median_s": {k: round(statistics.median(v), 3) for k, v in phases.items()},
-        "target_s": 15.0, "target_met": max(totals) <= 15.0,
+        # issue 12: the median full run within 10 s on this machine (was 13.3 s)
+        "target_s": 10.0, "target_met": median <= 10.0,
     }
     if args.json:
         print(json.dumps(report, indent=2))
         return
     print(f"{args.n} full runs of the reference candidate, {args.size} scenarios each")
-    print(f"  full run   median {median:6.2f} s   max {max(totals):6.2f} s   (target <= 15 s)")
+    print(f"  full run   median {median:6.2f} s   max {max(totals):6.2f} s   "
+          "(target: median <= 10 s)")
     print(f"  bare work  median {bare:6.2f} s   (same candidate and scenarios, no sandbox, "
           "ledger, scorer, self-checks or bundle)")
     print(f"  full / bare: {median / bare:.2f}x")

@@ -120,7 +120,8 @@ def test_a_submitted_reference_diff_runs_on_its_own_attempt_and_reaches_2b(world
     # The record holds both digests: the submitted bytes' and the prepared tree's archive.
     stored = [e.data for e in world.store.attempt_events(attempt_id)
               if e.kind == "evidence.stored"]
-    assert [s["what"] for s in stored[:3]] == ["artefact", "candidate", "control_set"]
+    assert [s["what"] for s in stored[:4]] == ["artefact", "candidate", "control_seed_commitment",
+                                             "control_set"]
     assert stored[1]["candidate_sha256"] == result.candidate_digest
     assert stored[1]["digest"] == sha256_hex(diff)
     kinds = world.kinds(attempt_id)

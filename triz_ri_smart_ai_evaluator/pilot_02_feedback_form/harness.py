@@ -562,9 +562,9 @@ def _evaluate(store: LedgerStore, pinned: Any, attempt_id: str, prepared: cand.C
     }
     files["summary.json"] = report.json_bytes(summary)
     files["signal.json"] = report.json_bytes(signal.to_dict())
+    # Written with the bundle, after the award: the ledger already holds every file it lists
+    # but the summary, signal and report, which the log key's signature covers here.
     files["MANIFEST"] = _manifest(files, options.signer)
-    _store_evidence(store, attempt_id, "MANIFEST", files["MANIFEST"],
-                    signed=options.signer is not None)
     _publish(bundle, files, summary, values, found, scenarios, plan, decided, got.submissions,
              scorer)
     return RunResult(attempt_id, prepared.digest, "completed", signal, summary, bundle,
