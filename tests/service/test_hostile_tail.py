@@ -34,6 +34,16 @@ def _submit(server: ServerProcess) -> int:
     return answer.status_code
 
 
+def _serve_and_submit(server: ServerProcess, n: int) -> None:
+    """Start the service, submit ``n`` attempts (each acknowledged 201), stop it."""
+    server.start()
+    try:
+        for _ in range(n):
+            assert _submit(server) == 201
+    finally:
+        server.stop()
+
+
 def _checkpoints(db: Path) -> list[int]:
     store = open_sqlite_ledger(db, read_only=True)
     try:
@@ -82,12 +92,7 @@ def test_a_tail_deleted_while_stopped_is_refused_on_restart_and_never_cosigned(
     server = init_server(folder)
     witness = WitnessStore(tmp_path / "witness")
     wkey = witness.init("hostile.test/witness")
-    server.start()
-    try:
-        for _ in range(3):
-            assert _submit(server) == 201
-    finally:
-        server.stop()
+    _serve_and_submit(server, 3)
     db = folder / "ledger.db"
     signed = _checkpoints(db)
     cosigned = _cosign(folder, witness)
@@ -105,11 +110,7 @@ def test_a_tail_deleted_while_stopped_is_refused_on_restart_and_never_cosigned(
     assert _cosign(folder, witness) == cosigned  # so the witness can only cosign the old size
 
     _copy_database(backup, db)  # the operator restores
-    server.start()
-    try:
-        assert _submit(server) == 201
-    finally:
-        server.stop()
+    _serve_and_submit(server, 1)
     store = open_sqlite_ledger(db, read_only=True)
     try:
         kinds = [body for _, body in store.scan()]
@@ -150,12 +151,7 @@ def test_postgres_tail_deleted_while_stopped_is_refused_on_restart_and_alarmed(
     folder = tmp_path / "svc"
     server = init_server(folder, edit={
         "ledger": {"postgres": pg_ledger.writer_dsn, "schema": pg_ledger.schema}})
-    server.start()
-    try:
-        for _ in range(3):
-            assert _submit(server) == 201
-    finally:
-        server.stop()
+    _serve_and_submit(server, 3)
     attacker = PostgresAttacker(pg_ledger.connect(), pg_ledger.schema)
     last = attacker.sql("SELECT seq, leaf, kind, attempt, body FROM {events} "
                         "ORDER BY seq DESC LIMIT 1")[0]
@@ -178,10 +174,6 @@ def test_postgres_tail_deleted_while_stopped_is_refused_on_restart_and_alarmed(
                  last)
     attacker.sql("UPDATE {head} SET size = ?, last_leaf = ?, peaks = ?", head)
     attacker.reguard()
-    server.start()
-    try:
-        assert _submit(server) == 201
-    finally:
-        server.stop()
+    _serve_and_submit(server, 1)
     kinds = [k for (k,) in attacker.sql("SELECT kind FROM {events} ORDER BY seq")]
     assert kinds.count("ledger.tamper_detected") == 1
