@@ -112,7 +112,8 @@ def public_tests() -> tuple[str, ...]:
     proc = subprocess.run(  # our own interpreter and bundled repository
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
          "tests/"], cwd=cand.starting_repo(), capture_output=True, text=True, timeout=120,
-        check=False, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        check=False, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1",
+                          "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
     )
     nodes = tuple(line.strip() for line in proc.stdout.splitlines()
                   if line.startswith("tests/") and "::" in line)
@@ -263,9 +264,17 @@ def _drive(base_url: str, scenarios: Sequence[Mapping[str, Any]],
     views: list[Exchange] = []
     lock = threading.Lock()
     queue = list(enumerate(scenarios, 1))
-    state: dict[str, Any] = {"failures": 0, "aborted": None, "done": 0}
+    state: dict[str, Any] = {"failures": 0, "aborted": None, "done": 0, "error": None}
 
     def lane(index: int) -> None:
+        try:
+            visit(index)
+        except BaseException as e:  # handed to the caller below: a lane never dies silently
+            with lock:
+                state["error"] = state["error"] or e
+                state["aborted"] = state["aborted"] or f"the driver failed: {e!r}"
+
+    def visit(index: int) -> None:
         rng = random.Random(hashlib.sha256(b"driver" + seed + bytes([index])).digest())  # noqa: S311
         with Driver(base_url, timeout=REQUEST_TIMEOUT, rng=rng, think=THINK_SECONDS) as driver:
             while True:
@@ -298,6 +307,8 @@ def _drive(base_url: str, scenarios: Sequence[Mapping[str, Any]],
         t.start()
     for t in threads:
         t.join()
+    if state["error"] is not None:
+        raise state["error"]
     aborted = state["aborted"]
     return submissions, views, None if aborted is None else str(aborted)
 
@@ -931,7 +942,7 @@ def _publish(bundle: Path, files: Mapping[str, bytes], summary: Mapping[str, Any
     metrics = []
     for key, value in values.items():
         part, whole = (int(x) for x in value.split("/"))
-        metrics.append({"id": key, "value": f"{part / whole:.4f}" if whole else "n/a",
+        metrics.append({"id": key, "value": f"{part / whole:.4f}" if whole else "not measured",
                         "fraction": value})
     html = report.render_html(summary=summary, metrics=metrics,
                               findings=[f.to_dict() for f in found], scenarios=rows,
