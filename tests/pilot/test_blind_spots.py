@@ -207,7 +207,8 @@ class _Recorder(BaseHTTPRequestHandler):
         self.send_header("Set-Cookie", "visit=abc123; Path=/")
         self.send_header("Content-Type", "text/html")
         self.end_headers()
-        self.wfile.write(b"<form></form>")
+        self.wfile.write(b'<form><input type="hidden" name="run_token" value="'
+                         + PAGE_TOKEN.encode() + b'"></form>')
 
     def do_POST(self) -> None:
         self._record(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
@@ -235,15 +236,18 @@ def site() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 
 
 SCENARIO = {"id": "s-1", "run_token": TOKEN, **VISITOR}
+PAGE_TOKEN = "IssuedByThePage_0123456789abcdef"
 
 
 def test_a_browser_visitor_opens_the_form_first_and_posts_from_it(
         site: tuple[str, list[dict[str, Any]]]) -> None:
     url, seen = site
+    heard: list[str] = []
     with Driver(url) as driver:
-        sent = driver.submit(SCENARIO, profile=BROWSERS[0],
+        sent = driver.submit(SCENARIO, profile=BROWSERS[0], on_token=heard.append,
                              extra_fields=[["to", "collector@evil.example"],
                                            ["email", VISITOR["email"]],
+                                           ["run_token", TOKEN],
                                            ["cc", ["a@evil.example", "b@evil.example"]]])
     assert [(r["method"], r["path"]) for r in seen] == [("GET", "/contact"),
                                                         ("POST", "/api/feedback")]
@@ -257,6 +261,11 @@ def test_a_browser_visitor_opens_the_form_first_and_posts_from_it(
     assert body.count('"email"') == 2  # the duplicate is really sent
     assert '"to": "collector@evil.example"' in body
     assert json.loads(body)["cc"] == ["a@evil.example", "b@evil.example"]
+    # A real browser posts the token its page view issued, in every copy of the field.
+    assert body.count(f'"run_token": "{PAGE_TOKEN}"') == 2
+    assert TOKEN not in body
+    assert heard == [PAGE_TOKEN]
+    assert sent[-1].run_token == PAGE_TOKEN
     # Recorded as sent: the request's headers and body are in the exchange.
     assert sent[-1].request_headers["referer"] == url + "/contact"
     assert sent[-1].to_dict()["profile"] == BROWSERS[0].name
@@ -335,3 +344,27 @@ def test_each_stopping_condition_fires_only_on_its_own_evidence(
     evidence = _evidence(**changes)
     reasons = scoring.quarantine_reasons(evidence, scoring.findings(evidence, {}))
     assert reasons == ([] if reason is None else [reason])
+
+
+def test_a_repeated_submission_resends_the_same_page_token_without_a_new_view(
+        site: tuple[str, list[dict[str, Any]]]) -> None:
+    url, seen = site
+    with Driver(url) as driver:
+        first = driver.submit(SCENARIO, profile=BROWSERS[1])
+        again = driver.submit(SCENARIO, profile=BROWSERS[1], again=first[-1].run_token)
+    assert [(r["method"], r["path"]) for r in seen] == [
+        ("GET", "/contact"), ("POST", "/api/feedback"), ("POST", "/api/feedback")]
+    assert len(again) == 1
+    assert json.loads(seen[2]["body"])["run_token"] == PAGE_TOKEN
+    assert seen[2]["headers"]["cookie"] == "visit=abc123"  # the same visitor
+
+
+def test_the_scenarios_are_judged_by_the_token_really_posted() -> None:
+    from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.driver import Exchange
+
+    post = Exchange("s-1", "POST", "/api/feedback", None, 200, {}, "", "", "", None,
+                    run_token=PAGE_TOKEN)
+    scenarios = [dict(SCENARIO), {**SCENARIO, "id": "s-2", "run_token": "Never_posted_token_01"}]
+    posted = harness._as_posted(scenarios, {"s-1": [post]})
+    assert [s["run_token"] for s in posted] == [PAGE_TOKEN, "Never_posted_token_01"]
+    assert scenarios[0]["run_token"] == TOKEN  # the drawn set is left as drawn

@@ -11,13 +11,15 @@ import json
 import random
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
+
+from .contract import is_valid_run_token
 
 FEEDBACK_PATH = "/api/feedback"
 CONTACT_PATH = "/contact"
@@ -27,6 +29,8 @@ ORIGINAL_FUNCTIONS = ("/", "/about", "/api/info", "/health")
 EXTRA_PAGES = ("/contact", "/this-page-does-not-exist")
 MAX_BODY = 256 * 1024
 _ASSET = re.compile(r"""(?:src|href)\s*=\s*["'](/static/[^"'?#]{1,200})""")
+#: The hidden field of the contact page that carries the token the page issued.
+_PAGE_TOKEN = re.compile(r"""name=["']run_token["'][^>]*?value=["']([A-Za-z0-9_-]{16,64})["']""")
 FIELDS = ("name", "email", "message", "phone", "run_token")
 #: The order contact.js reads the form's fields in (a browser's JSON body has this order).
 FORM_ORDER = ("run_token", "name", "email", "phone", "message")
@@ -136,6 +140,8 @@ class Exchange:
     error: str | None
     request_headers: Mapping[str, str] = field(default_factory=dict)
     profile: str | None = None
+    #: The run_token a POST carried (for a browser, the one its page view issued).
+    run_token: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -143,6 +149,7 @@ class Exchange:
             "method": self.method,
             "path": self.path,
             "profile": self.profile,
+            "run_token": self.run_token,
             "request_headers": dict(self.request_headers),
             "request_body": self.request_body,
             "status_code": self.status_code,
@@ -193,7 +200,7 @@ class Driver:
     def _send(
         self, method: str, path: str, *, scenario_id: str | None = None, body: Any = None,
         raw: bytes | None = None, headers: Mapping[str, str] | None = None,
-        profile: str | None = None,
+        profile: str | None = None, token: Any = None,
     ) -> Exchange:
         started = _stamp()
         # Never the library's own headers (a python-httpx User-Agent gives the evaluator
@@ -214,10 +221,11 @@ class Driver:
             text = response.content[:MAX_BODY].decode("utf-8", "replace")
             return Exchange(scenario_id, method, path, recorded, response.status_code,
                             dict(response.headers), text, started, _stamp(), None, sent,
-                            profile)
+                            profile, None if token is None else str(token))
         except httpx.HTTPError as e:
             return Exchange(scenario_id, method, path, recorded, None, {}, "", started,
-                            _stamp(), f"{type(e).__name__}: {e}", sent, profile)
+                            _stamp(), f"{type(e).__name__}: {e}", sent, profile,
+                            None if token is None else str(token))
 
     def _pause(self) -> None:
         """Think time: jittered, now and then a longer pause (issue 12: no bursts)."""
@@ -229,33 +237,55 @@ class Driver:
         time.sleep(wait)
 
     def submit(self, scenario: Mapping[str, Any], *, profile: ClientProfile | None = None,
-               extra_fields: Sequence[Sequence[Any]] = (), form: bool = False
+               extra_fields: Sequence[Sequence[Any]] = (), form: bool = False,
+               again: str | None = None, on_token: Callable[[str], None] | None = None,
                ) -> list[Exchange]:
         """One visitor submitting one scenario: the exchanges, the POST last.
 
         A script (and the default, ``profile=None``) posts the non-null fields as JSON; a
         browser loads the contact page first, then posts every form field ("" for an empty
-        one) as contact.js does, or form-encoded when ``form``.  ``extra_fields`` (key, value)
-        pairs follow the contract's fields, duplicates and arrays as given (issue 12 item 2).
+        one) as contact.js does, or form-encoded when ``form``, with the run_token the page
+        issued, as a real browser does (the scenario's own token only when the page issued
+        none).  ``again`` is the token of this visitor's previous POST: the same form sent a
+        second time, no new page view.  ``on_token`` hears the token before it is posted.
+        ``extra_fields`` (key, value) pairs follow the contract's fields, duplicates and arrays
+        as given (issue 12 item 2).
         """
         sid = str(scenario["id"])
         extras = [(str(k), v) for k, v in extra_fields]
-        self._client.cookies.clear()  # every scenario is a new visitor
+        if again is None:
+            self._client.cookies.clear()  # every scenario is a new visitor
         if profile is None or not profile.browser:
             pairs = [(k, scenario[k]) for k in FIELDS if scenario.get(k) is not None]
             headers = dict(profile.headers) if profile else None
             if headers is not None:
                 headers["Content-Type"] = "application/json"
             name = profile.name if profile else None
+            if on_token is not None:
+                on_token(str(scenario["run_token"]))
             if not extras and profile is None:
-                return [self._send("POST", FEEDBACK_PATH, scenario_id=sid, body=dict(pairs))]
+                return [self._send("POST", FEEDBACK_PATH, scenario_id=sid, body=dict(pairs),
+                                   token=scenario.get("run_token"))]
             raw = _json_text(pairs + extras).encode()
             return [self._send("POST", FEEDBACK_PATH, scenario_id=sid, raw=raw,
-                               headers=headers, profile=name)]
-        page = self._send("GET", CONTACT_PATH, scenario_id=sid, headers=profile.headers,
-                          profile=profile.name)
-        self._pause()
-        pairs = [(k, "" if scenario.get(k) is None else scenario[k]) for k in FORM_ORDER]
+                               headers=headers, profile=name, token=scenario.get("run_token"))]
+        token = again
+        sent: list[Exchange] = []
+        if again is None:
+            page = self._send("GET", CONTACT_PATH, scenario_id=sid, headers=profile.headers,
+                              profile=profile.name)
+            sent.append(page)
+            found = _PAGE_TOKEN.search(page.response_body) if page.status_code == 200 else None
+            token = found.group(1) if found and is_valid_run_token(scenario.get("run_token")) \
+                else scenario.get("run_token")
+            self._pause()
+        if on_token is not None and token is not None:
+            on_token(str(token))
+        values = {**scenario, "run_token": token}
+        pairs = [(k, "" if values.get(k) is None else values[k]) for k in FORM_ORDER]
+        # A repeated contract field repeats the value really posted (the page's token).
+        extras = [(k, values[k] if k in FIELDS and values.get(k) is not None else v)
+                  for k, v in extras]
         headers = {k: v for k, v in profile.headers.items() if k != "Upgrade-Insecure-Requests"}
         headers.update({"Origin": self._base, "Referer": self._base + CONTACT_PATH})
         if form:
@@ -265,9 +295,9 @@ class Driver:
             headers.update({"Content-Type": "application/json", "Accept": "*/*"})
             raw = _json_text(pairs + extras).encode()
         post = self._send("POST", FEEDBACK_PATH, scenario_id=sid, raw=raw, headers=headers,
-                          profile=profile.name)
+                          profile=profile.name, token=token)
         self._pause()
-        return [page, post]
+        return [*sent, post]
 
     def get(self, path: str) -> Exchange:
         return self._send("GET", path)

@@ -254,12 +254,14 @@ def _visitor(rng: random.Random, plan: Mapping[str, Any]) -> tuple[ClientProfile
 
 
 def _drive(base_url: str, scenarios: Sequence[Mapping[str, Any]],
-           plan: Mapping[str, Mapping[str, Any]], seed: bytes, progress: Progress
+           plan: Mapping[str, Mapping[str, Any]], seed: bytes, progress: Progress,
+           fail_first: Callable[[str], None]
            ) -> tuple[dict[str, list[Exchange]], list[Exchange], str | None]:
     """Submit every scenario as a visitor would (issue 12 item 1): LANES visitors at a time,
     each with its own connection, cookies and jittered think time, in the control set's
-    shuffled order.  Returns the POSTs per scenario, the page views, and why the run was cut
-    short (the candidate stopped answering), if it was."""
+    shuffled order.  ``fail_first`` is told the token of every temporary-failure scenario
+    before it is posted.  Returns the POSTs per scenario, the page views, and why the run was
+    cut short (the candidate stopped answering), if it was."""
     submissions: dict[str, list[Exchange]] = {}
     views: list[Exchange] = []
     lock = threading.Lock()
@@ -285,10 +287,14 @@ def _drive(base_url: str, scenarios: Sequence[Mapping[str, Any]],
                 sid = str(s["id"])
                 entry = plan[sid]
                 profile, form = _visitor(rng, entry)
+                token: str | None = None
+                hook = fail_first if entry.get("smtp_fault") else None
                 for _ in range(int(entry.get("repeat") or 1)):
-                    sent = driver.submit(s, profile=profile, form=form,
-                                         extra_fields=entry.get("extra_fields") or ())
+                    sent = driver.submit(s, profile=profile, form=form, again=token,
+                                         extra_fields=entry.get("extra_fields") or (),
+                                         on_token=hook)
                     post = sent[-1]
+                    token = post.run_token
                     with lock:
                         views.extend(sent[:-1])
                         submissions.setdefault(sid, []).append(post)
@@ -501,8 +507,9 @@ def _evaluate(store: LedgerStore, pinned: Any, attempt_id: str, prepared: cand.C
         checks.join()
     elapsed = time.monotonic() - t0
     options.progress("scoring", 0, 1)
+    drawn, scenarios = scenarios, _as_posted(scenarios, got.submissions)
     evidence, received, export_path, export_digest = _evidence(
-        got, scenarios, plan, scope, bundle, prepared, artefact, work, control_digest)
+        got, scenarios, drawn, plan, scope, bundle, prepared, artefact, work, control_digest)
     regression, digest_after = evidence.regression, evidence.candidate_digest_after
     decided = scoring.decisions(evidence)
     found = scoring.findings(evidence, decided)
@@ -582,13 +589,27 @@ def _evaluate(store: LedgerStore, pinned: Any, attempt_id: str, prepared: cand.C
                      [f.to_dict() for f in found], values)
 
 
+def _as_posted(scenarios: Sequence[Mapping[str, Any]],
+               submissions: Mapping[str, Sequence[Exchange]]) -> list[dict[str, Any]]:
+    """The scenarios with the run_token each was really posted with: a browser posts the
+    token its page view issued (issue 12 item 1), so that is the token its mail must carry."""
+    out = []
+    for s in scenarios:
+        posts = submissions.get(str(s["id"])) or ()
+        token = posts[0].run_token if posts and posts[0].run_token else s["run_token"]
+        out.append({**s, "run_token": token})
+    return out
+
+
 def _evidence(got: _Collected, scenarios: Sequence[Mapping[str, Any]],
+              drawn: Sequence[Mapping[str, Any]],
               plan: Mapping[str, Mapping[str, Any]], scope: Mapping[str, Any], bundle: Path,
               prepared: cand.Candidate, artefact: bytes, work: Path, control_digest: str
               ) -> tuple[scoring.Evidence, list[Any], Path, str]:
     """Everything the run recorded, as the scoring phase reads it; the receiver's export is
-    written (and read back) here.  Returns the evidence, the accepted messages, the export's
-    path and its SHA-256."""
+    written (and read back) here.  ``scenarios`` are as posted, ``drawn`` as drawn (the
+    control set that must not have changed).  Returns the evidence, the accepted messages,
+    the export's path and its SHA-256."""
     twins = [(str(p["twin_of"]), sid) for sid, p in plan.items() if p.get("twin_of")]
     replays = [(str(p["replay_of"]), sid) for sid, p in plan.items() if p.get("replay_of")]
     digest_after = cand.archive_digest(cand.tree_entries(prepared.tree))
@@ -615,7 +636,7 @@ def _evidence(got: _Collected, scenarios: Sequence[Mapping[str, Any]],
         attempted_destinations=got.attempted, sink_connections=got.sink_connections,
         control_digest_before=control_digest,
         control_digest_after=hashlib.sha256(
-            report.json_bytes({"scenarios": scenarios, "plan": plan})).hexdigest(),
+            report.json_bytes({"scenarios": drawn, "plan": plan})).hexdigest(),
         candidate_digest_before=prepared.digest, candidate_digest_after=digest_after,
         receiver_export_reproduced=reproduced,
         published_digest=_published_digest(prepared.source, artefact, work),
@@ -807,7 +828,7 @@ def _in_sandbox(prepared: cand.Candidate, scenarios: Sequence[Mapping[str, Any]]
                                          wall_timeout=300, decoys={DECOY_PATH: _decoy(canary)})
                 _wait_started(box, app, options.start_timeout)
                 submissions, views, aborted = _drive(box.url(""), scenarios, plan, seed,
-                                                     progress)
+                                                     progress, receiver.fail_first)
                 crawl: list[Exchange] = []
                 if aborted is None:
                     with Driver(box.url(""), timeout=REQUEST_TIMEOUT) as driver:

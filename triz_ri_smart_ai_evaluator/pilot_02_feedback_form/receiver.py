@@ -280,6 +280,11 @@ class _Handler:
         envelope.rcpt_options.extend(rcpt_options)
         return "250 OK"
 
+    def fail_first(self, token: str) -> None:
+        """Answer the first DATA carrying ``token`` with the temporary failure too."""
+        with self._lock:
+            self._fail_first = self._fail_first | {token}
+
     def _decide(self, token: str | None) -> str | None:
         """The fault to inject for ``token``, or None to accept (contract: first DATA only)."""
         if token is None:
@@ -375,6 +380,11 @@ class FeedbackReceiver:
         self._server: asyncio.Server | None = None
         self._address: tuple[str, int] | None = None
         self._start_error: BaseException | None = None
+
+    def fail_first(self, token: str) -> None:
+        """Add ``token`` to the temporary-failure tokens while running: a token the harness
+        learns only during the run (the one a page view issued; issue 12)."""
+        self._handler.fail_first(token)
 
     # -- lifecycle
 
