@@ -263,8 +263,8 @@ def test_roles_functions_and_grants_are_as_designed(pg_ledger: PgLedger) -> None
         assert reader_may == (name in reads), name
         assert not public_may, name
     for role in (pg_ledger.writer, pg_ledger.reader):
-        # issue 11: the signed head is readable like the head; alarms by nobody but the owner
-        for table in (*TABLES, "head", "signed_head", "alarms"):
+        # issue 11: the head (with its signed note) is readable; alarms by nobody but the owner
+        for table in (*TABLES, "head", "alarms"):
             privileges = conn.execute(
                 "SELECT has_table_privilege(%s, %s, 'INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,"
                 "TRIGGER'), has_table_privilege(%s, %s, 'SELECT')",

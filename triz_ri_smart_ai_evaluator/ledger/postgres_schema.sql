@@ -41,13 +41,11 @@ CREATE TABLE IF NOT EXISTS @schema@.head (
 );
 INSERT INTO @schema@.head VALUES (1, 0, repeat('0', 64), ''::bytea, 0, 0)
     ON CONFLICT (id) DO NOTHING;
--- The log key's signed statement of the head (issue 11 item 3): it protects the events after the
+-- The log key's signed statement of the head (issue 11 item 3), in the head row itself (so the
+-- append that moves the head writes it with no extra row): it protects the events after the
 -- last checkpoint, which no checkpoint signs yet.  Someone with write access but without the key
--- can change this row, never forge it; a store opening the ledger checks the tail against it.
-CREATE TABLE IF NOT EXISTS @schema@.signed_head (
-    id smallint PRIMARY KEY CHECK (id = 1),
-    note text NOT NULL
-);
+-- can change it, never forge it; a store opening the ledger checks the tail against it.
+ALTER TABLE @schema@.head ADD COLUMN IF NOT EXISTS note text;
 -- Refusals of a tail that does not match the signed head, kept until the next good start
 -- records them in the log as a ledger.tamper_detected event (then they are deleted).
 CREATE TABLE IF NOT EXISTS @schema@.alarms (
@@ -203,30 +201,26 @@ BEGIN
     INSERT INTO @schema@.events (seq, leaf, kind, attempt, body)
         SELECT * FROM unnest(seqs, leafs, kinds, attempts, bodies);
     UPDATE @schema@.head AS h SET size = head_size, last_leaf = head_last_leaf,
-        peaks = head_peaks, cp_size = ledger_append.cp_size, cp_time = ledger_append.cp_time
+        peaks = head_peaks, cp_size = ledger_append.cp_size, cp_time = ledger_append.cp_time,
+        note = coalesce(head_note, h.note)
         WHERE h.id = 1;
-    IF head_note IS NOT NULL THEN
-        INSERT INTO @schema@.signed_head AS sh (id, note) VALUES (1, head_note)
-            ON CONFLICT (id) DO UPDATE SET note = EXCLUDED.note;
-    END IF;
     RETURN head_size;
 END
 $fn$;
 
--- The signed head: written by a group commit once, at its end (appends outside a group pass it
--- to ledger_append); read when a store opens.
+-- The signed head: ledger_append writes it with the head; ledger_sign_head only when a key
+-- holder re-signs what the database holds (unsafe_resign_head); read when a store opens.
 CREATE OR REPLACE FUNCTION @schema@.ledger_sign_head(note text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
     PERFORM pg_catalog.pg_advisory_xact_lock(@lock_key@);
-    INSERT INTO @schema@.signed_head AS sh (id, note) VALUES (1, ledger_sign_head.note)
-        ON CONFLICT (id) DO UPDATE SET note = EXCLUDED.note;
+    UPDATE @schema@.head AS h SET note = ledger_sign_head.note WHERE h.id = 1;
 END
 $fn$;
 CREATE OR REPLACE FUNCTION @schema@.ledger_signed_head() RETURNS text
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-    RETURN (SELECT sh.note FROM @schema@.signed_head AS sh WHERE sh.id = 1);
+    RETURN (SELECT h.note FROM @schema@.head AS h WHERE h.id = 1);
 END
 $fn$;
 -- Alarms: raised by a store that refused the tail, taken (and deleted) by the next good start
@@ -360,8 +354,8 @@ $fn$;
 REVOKE ALL ON SCHEMA @schema@ FROM PUBLIC;
 GRANT USAGE ON SCHEMA @schema@ TO @writer@, @reader@;
 REVOKE ALL ON ALL TABLES IN SCHEMA @schema@ FROM PUBLIC, @writer@, @reader@;
-GRANT SELECT ON @schema@.events, @schema@.evidence, @schema@.checkpoints, @schema@.head,
-    @schema@.signed_head TO @reader@;
+GRANT SELECT ON @schema@.events, @schema@.evidence, @schema@.checkpoints, @schema@.head
+    TO @reader@;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @schema@ FROM PUBLIC, @writer@, @reader@;
 GRANT EXECUTE ON FUNCTION @schema@.ledger_head(),
     @schema@.ledger_append(bigint[], bytea[], text[], text[], bytea[], bigint, text, bytea,

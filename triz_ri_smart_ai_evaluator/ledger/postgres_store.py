@@ -28,7 +28,7 @@ verified and checks, before it seals anything after the database's head, that th
 go back, that the row at the remembered size still has the remembered leaf and that rows other
 writers appended since link to it; before the log key signs a checkpoint it re-walks the chain
 from the last checkpoint.  A store opened later has no memory of it, so every append also
-stores the log key's signature of the new head (``signed_head``; once per group commit) and a
+stores the log key's signature of the new head in the head row (``head.note``) and a
 store opened with the key verifies the database against it before anything else: the signed
 head's size, last leaf and Merkle frontier are the head table's, the rows since the last
 checkpoint chain to it and the last checkpoint is the one it names.  A refusal leaves an alarm
@@ -63,7 +63,7 @@ DEFAULT_READER = "triz_ledger_reader"
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _PAGE = 4096  # rows per round trip when scanning
-_TABLES = ("events", "evidence", "checkpoints", "head", "signed_head", "alarms")
+_TABLES = ("events", "evidence", "checkpoints", "head", "alarms")
 # Every statement the store sends; {s} is the schema.  Built once per store (see __init__).
 _QUERIES = {
     "head": "SELECT size, last_leaf, peaks, cp_size, cp_time FROM {s}.ledger_head()",
@@ -166,7 +166,6 @@ class PostgresStore:
         # refusal repeats); put back to the group's start when a group rolls back.
         self._verified: Head | None = None
         self._grouped = False
-        self._unsigned = False  # a group appended: sign its head once, before it commits
         self._alarm: str | None = None  # a refusal to leave in the database (see _refuse)
         name = sql.Identifier(schema)
         self._q = {key: sql.SQL(text).format(s=name).as_bytes(conn)
@@ -371,9 +370,11 @@ class PostgresStore:
             self._execute("raise_alarm", (f"{datetime.now(UTC).isoformat()} {reason}",))
 
     def _note_for(self, head: Head) -> str | None:
+        """The log key's signature of ``head``, stored by the append that reaches it (inside
+        a group too: the note rides in the head row's own UPDATE, cheaper than a statement of
+        its own at the group's end)."""
         policy = self._sequencer.policy
-        if policy is None or self._grouped:
-            self._unsigned = self._unsigned or policy is not None
+        if policy is None:
             return None
         return sign_head(head, policy.signer, policy.origin)
 
@@ -512,16 +513,10 @@ class PostgresStore:
             yield
             return
         self._grouped = True
-        self._unsigned = False
         start = self._verified
         try:
             with self._conn.transaction():
                 yield
-                policy = self._sequencer.policy
-                if self._unsigned and policy is not None and self._verified is not None:
-                    # One signature for the whole group, in its own transaction.
-                    self._execute("sign_head", (sign_head(self._verified, policy.signer,
-                                                          policy.origin),))
         except psycopg.Error as e:
             self._head = None  # what this store wrote last may not have been committed
             self._verified = start
@@ -531,7 +526,6 @@ class PostgresStore:
             raise
         finally:
             self._grouped = False
-            self._unsigned = False
             self._flush_alarm()
 
     @staticmethod
