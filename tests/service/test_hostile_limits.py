@@ -163,8 +163,12 @@ def test_slowloris_connections_are_closed_after_the_header_timeout(tmp_path: Pat
             try:
                 s.sendall(b"X-Slow: 1\r\n")  # one more header line, never the end
                 got = s.recv(1024)
-            except (TimeoutError, OSError):
+            except TimeoutError:
                 got = b"timeout"
+            except OSError:
+                # Closed by the server: a reset (our last line was still unread in its buffer
+                # when it closed) or a broken pipe is a dropped connection too.
+                got = b""
             closed_at.append(time.monotonic() - started)
             assert got == b"", "still open after 15 s"
             s.close()
