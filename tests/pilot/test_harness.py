@@ -181,10 +181,11 @@ def test_the_reference_candidate_reaches_2b_with_every_check_passed(ledger: Ledg
     assert _leftovers() == {"netns": [], "links": [], "bwrap": []}
 
 
-@pytest.mark.parametrize("seed", [bytes([n]) * 32 for n in (1, 2, 3, 4, 5)],
-                         ids=[f"seed-{n}" for n in (1, 2, 3, 4, 5)])
-def test_the_reference_gets_2b_on_five_more_seeds(ledger: Ledger, seed: bytes):
-    """Issue 12: the new checks, boundaries and visitors never cost the honest reference."""
+@pytest.mark.parametrize("seed", [bytes([n]) * 32 for n in (1, 2, 3, 4)],
+                         ids=[f"seed-{n}" for n in (1, 2, 3, 4)])
+def test_the_reference_gets_2b_on_four_more_seeds(ledger: Ledger, seed: bytes):
+    """Issue 12: the new checks, boundaries and visitors never cost the honest reference: 2B
+    on these four seeds and the suite's own (five in all)."""
     result = ledger.run(EXAMPLES["reference"].diff, seed=seed)
     assert result.signal is not None
     assert result.signal.value == 2 * Decimal(1), (result.findings, result.metrics)

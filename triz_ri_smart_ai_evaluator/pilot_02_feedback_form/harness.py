@@ -92,7 +92,7 @@ SELF_CHECK_FILE = "tests/test_selfcheck.py"
 SENDER = "feedback-form@app.example"
 #: Visitors at a time, their mean think time between requests (issue 12 item 1).
 LANES = 2
-THINK_SECONDS = 0.01
+THINK_SECONDS = 0.005
 #: The grace period before the app is stopped: receiver quiet this long, at most GRACE_MAX.
 GRACE_QUIET = 1.0
 GRACE_MAX = 8.0
