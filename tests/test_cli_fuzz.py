@@ -362,7 +362,7 @@ def documents(draw: st.DrawFn) -> tuple[str, str]:
     return kind, text
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=80, deadline=None,
           suppress_health_check=(HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large))
 @given(document=documents())

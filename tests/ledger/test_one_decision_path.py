@@ -167,7 +167,7 @@ def test_an_award_from_rules_edited_in_the_ledger_does_not_recompute(tmp_path: P
         store.close()
 
 
-MISSING = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MISSING = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @MISSING

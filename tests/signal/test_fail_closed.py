@@ -30,7 +30,7 @@ from .factories import (
 )
 
 CLASSES = (PILOT, DEFECT, DOCS)
-MANY = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MANY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def ceiling(tc: TaskClass) -> Decimal:
