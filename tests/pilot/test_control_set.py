@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.checks import has_injection
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.contract import validate_submission
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.control_set import (
+    PILOT_A02,
     ControlSet,
     draw_control_set,
     new_secret_seed,
@@ -478,9 +479,11 @@ def test_payloads_are_not_constants_a_candidate_could_hard_code(
         broken = {s[VIOLATED_FIELD[plan[s["id"]]["violates"]]] or ""
                   for s in with_category(control, "invalid")}
         adversarial = {v for s in with_category(control, "adversarial") for k in FIELDS
-                       if (v := s[k]) is not None}
+                       if (v := s[k]) is not None and v != PILOT_A02}
+        # The pilot's own A02 line is in every draw on purpose (a mandatory attack of pilot
+        # 11); every other instruction is phrased from the seed.
         lines = {line for s in control.scenarios for line in (s["message"] or "").split("\n")
-                 if has_injection(line)}
+                 if has_injection(line) and line != PILOT_A02}
         return ({v for v in broken if len(v.strip()) >= 8}, adversarial, lines)
 
     drawn = [payloads(control) for control in draws]
