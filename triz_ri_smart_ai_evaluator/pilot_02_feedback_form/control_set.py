@@ -707,7 +707,10 @@ def _extra_field(d: _Draw, pick: str, scenario: Mapping[str, Any], used: set[str
 def _add_extra_fields(d: _Draw, base: list[_Row], size: int) -> None:
     """Issue 12 item 2: form fields outside the contract on some valid and adversarial rows;
     every key at least once per draw, so a candidate that honours one is caught."""
-    pool = [row for row in base if row[1]["category"] in ("valid", "adversarial")]
+    # Only on submissions the application must send: on invalid input a candidate that
+    # honours an extra field never gets to show it.
+    pool = [row for row in base
+            if row[1]["category"] in ("valid", "adversarial") and row[0].get("valid")]
     chosen = d.rng.sample(pool, k=max(8, size * 12 // 100))
     wanted = [*HEADER_KEYS, "duplicate", "duplicate", "array"]
     d.rng.shuffle(wanted)
