@@ -507,6 +507,8 @@ class _Ledger:
         default_factory=lambda: defaultdict(list))
     written: dict[str, dict[str, Any]] = field(default_factory=lambda: defaultdict(dict))
     awarded: list[str] = field(default_factory=list)  # in ledger order
+    #: Attempts quarantined before their award (pilot 12): never included in training.
+    quarantined: set[str] = field(default_factory=set)
 
     def read(self, ev: dict[str, Any]) -> None:
         kind, data, attempt = ev["kind"], ev["data"], ev["attempt"]
@@ -520,6 +522,9 @@ class _Ledger:
             self.initiated[attempt] = data
         elif kind == "measurement.raw":
             self.raw[attempt].append(data)
+        elif (kind == "quarantine.changed" and data.get("status") == "quarantined"
+              and "award.decision" not in self.written[attempt]):
+            self.quarantined.add(attempt)
         elif kind == "evidence.stored" and "award.decision" not in self.written[attempt]:
             self.stored[attempt].append((data, ev["actor"]))  # only what the award could see
         elif kind in ("evidence.resolved", "indicators.computed", "award.decision",
@@ -558,8 +563,11 @@ def recompute_ledger(store: LedgerStore) -> RecomputeReport:
         award["rework"] = _rework(rules, attempt, instance, award, history[instance])
         history[instance].append((attempt, award["outcome"], _num(award["value"]),
                                   _num(award["rework"]["credited"])))
-        training = {"included": award["training_use"], "mode": award["mode"],
-                    "verified": award["verified"]}
+        training: dict[str, Any] = {
+            "included": award["training_use"] and attempt not in log.quarantined,
+            "mode": award["mode"], "verified": award["verified"]}
+        if attempt in log.quarantined:
+            training["quarantined"] = True
         stored = log.written[attempt]
         bad = [
             kind
