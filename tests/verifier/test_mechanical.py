@@ -216,9 +216,10 @@ def test_injection_does_not_change_the_findings():
 
 # -- quotations --------------------------------------------------------------------------------
 
-def test_find_quotes_pairs_marks_on_one_line():
+def test_find_quotes_pairs_marks_within_a_paragraph():
+    # issue 13 item 3: a quotation may wrap over a line break ("g\nh"); an unclosed one is none.
     text = 'a “b” c "d" «e» „f“ "g\nh" “i'
-    assert [text[s:e] for s, e in find_quotes(text)] == ["b", "d", "e", "f"]
+    assert [text[s:e] for s, e in find_quotes(text)] == ["b", "d", "e", "f", "g\nh"]
 
 
 @pytest.mark.parametrize(("quote", "ok"), [
@@ -230,3 +231,68 @@ def test_find_quotes_pairs_marks_on_one_line():
 ])
 def test_accepts_only_the_wording_or_four_contiguous_words(quote: str, ok: bool):
     assert accepts(W59, quote) is ok
+
+
+# -- quotations across line breaks and markup (issue 13 item 3, seed 002) -------------------------
+
+W59_ALTERED = W59.replace("maintained", "reviewed")
+L, R = "\u2018", "\u2019"  # single smart quotes; R is also the apostrophe of "don't"
+
+
+def _wrap(text: str, prefix: str = "") -> str:
+    """``text`` broken after every sixth word, each line starting with ``prefix``."""
+    words = text.split()
+    return "\n".join(prefix + " ".join(words[i:i + 6]) for i in range(0, len(words), 6))
+
+
+@pytest.mark.parametrize("shape", [
+    "Annex A 5.9 requires that “{q}”",
+    "Annex A 5.9 requires that\n“{q}”",
+    "Annex A 5.9 requires that " + L + "{q}" + R,
+    "Annex A 5.9 requires:\n\n> {qb}",
+    "> {qb}\n\n— ISO/IEC 27001:2022 Annex A 5.9",
+    "Annex A 5.9 is the core control. It reads: “{q}”",
+    "Annex A 5.9 is the core control.\n\n“{q}”",
+    "Annex A 5.9 reads:\n> “{qb2}”",
+])
+def test_a_wrapped_or_marked_up_quote_is_checked(shape: str):
+    def draft(wording: str) -> str:
+        return shape.format(q=_wrap(wording), qb=_wrap(wording, "> ").removeprefix("> "),
+                            qb2=_wrap(wording, "> ").removeprefix("> "))
+    assert kinds(draft(W59)) == []
+    assert [k for k, _ in kinds(draft(W59_ALTERED))] == ["altered_citation"]
+
+
+def test_find_quotes_reads_a_quote_wrapped_over_lines_but_not_over_a_paragraph():
+    text = "“An inventory of\ninformation” and “an open\n\nparagraph” then “x”"
+    assert [text[s:e] for s, e in find_quotes(text)] == ["An inventory of\ninformation", "x"]
+
+
+def test_an_apostrophe_never_opens_or_closes_a_single_quote():
+    text = f"We don{R}t say {L}the owners keep it{R} and it{R}s {L}90s style {L}a b{R}c d{R}."
+    assert [text[s:e] for s, e in find_quotes(text)] == ["the owners keep it", f"a b{R}c d"]
+
+
+def test_apostrophes_next_to_a_citation_are_not_quotes():
+    assert kinds(f"Annex A 5.9 doesn{R}t list the owners{R} duties; it{R}s the team{R}s job.") == []
+
+
+def test_a_quote_in_the_next_sentence_with_its_own_citation_is_not_attributed_to_the_first():
+    text = f"Annex A 5.9 applies. It reads like Annex A 5.10: “{W510}”"
+    assert kinds(text) == []
+
+
+def test_the_bundled_faithful_example_has_its_wrapped_quote_checked():
+    from pathlib import Path
+
+    import yaml
+    examples = Path(__file__).resolve().parents[2] / "examples" / "document"
+    b = parse_brief(yaml.safe_load((examples / "brief.yaml").read_text("utf-8")), "brief.yaml")
+    text = yaml.safe_load((examples / "draft_faithful.yaml").read_text("utf-8"))["text"]
+    assert "\n" in text.split("“" if "“" in text else '"', 1)[1].split('"')[0]
+    ok = check_draft(b, Draft(format="triz-draft/1", step="S2", text=text))
+    assert ok.passed
+    altered = text.replace("developed and maintained", "developed and reviewed")
+    assert altered != text
+    bad = check_draft(b, Draft(format="triz-draft/1", step="S2", text=altered))
+    assert [f.kind for f in bad.findings] == ["altered_citation"]

@@ -22,12 +22,15 @@ Rules of detail, each documented in ``docs/verifier-inputs.md``:
   has exactly one; a written (or context-inherited) edition must be one the set approves;
 * a citation that is an enclosing level of an approved one ("Article 32" when the set has
   "Article 32(1)(b)", "clause 9.2" when it has "clause 9.2.1") is approved;
-* a quotation is text in "...", “...”, «...» or „...“ on the same line and in the same sentence
-  as a citation, of at least ``MIN_QUOTE_WORDS`` words (shorter quoted terms are not treated as
-  reproductions of a requirement).  It must equal an approved wording of a citation in that
-  sentence, or be a contiguous run of at least ``MIN_QUOTE_WORDS`` of its words, compared after
-  normalisation and whitespace collapsing (ellipses at either end and closing punctuation are
-  ignored, and the first letter's case).  Fuzzy matching only chooses the nearest wording shown
+* a quotation is text in "...", “...”, «...», „...“ or single smart quotes (possibly wrapped over
+  lines, never over a paragraph break), or a markdown ``>`` block quote, of at least
+  ``MIN_QUOTE_WORDS`` words (shorter quoted terms are not treated as reproductions of a
+  requirement).  It belongs to the citations of its sentence, or (issue 13 item 3) to those of
+  the sentence before when it follows as described in ``_quote_blame``.  It must equal an
+  approved wording of a citation it belongs to, or be a contiguous run of at least
+  ``MIN_QUOTE_WORDS`` of its words, compared after normalisation and whitespace folding (line
+  breaks and ``>`` prefixes; ellipses at either end and closing punctuation are ignored, and
+  the first letter's case).  Fuzzy matching only chooses the nearest wording shown
   in the message; it never accepts.  When the brief gives no wording, the quote is not checked.
 
 Injection signals (``injection``) are recorded next to the findings and never change them
@@ -54,9 +57,27 @@ from .normalise import Normalised, normalise
 MIN_QUOTE_WORDS = 4
 FINDING_KINDS = ("invented_citation", "altered_citation", "url_off_evidence",
                  "price_off_evidence")
-_QUOTE_TOKENS = re.compile("[\"“”«»„\n]")
-_CLOSERS = {'"': '"', "“": "”", "«": "»", "„": "“”"}
-_SENTENCE_END = re.compile(r"\n|[.!?](?=[ \t]+[A-Z\"“«„(\[#*\-])")
+_QUOTE_TOKENS = re.compile("[\"“”«»„\u2018\u2019\n]")
+_LSQUO, _RSQUO = "\u2018", "\u2019"  # single smart quotes; the right one is also an apostrophe
+_CLOSERS = {'"': '"', "“": "”", "«": "»", "„": "“”", _LSQUO: _RSQUO}
+_QUOTE_MARKS = re.compile("[\"“”«»„\u2018]")
+# A sentence ends after a heading line or a line ending a quotation; before a blank line or a
+# line opening markdown structure (block quote, heading, table row, list item); at .!? before
+# white space and a capital or a mark.
+_SENTENCE_END = re.compile(
+    r"(?m)^[ \t]*#[^\n]*(\n)|(?<=[”»“\u2019\"])[.!?]?[ \t]*(\n)"
+    r"|\n(?=[ \t]*(?:\n|>|#|\||[-*+][ \t]|\d{1,3}[.)][ \t]))"
+    r"|[.!?](?=\s[\s>]*[A-Z\"“\u2018«„(\[#*\-])")
+_BLOCK_QUOTE = re.compile(r"(?m)^[ \t]*>[^\n]*(?:\n[ \t]*>[^\n]*)*")
+_BLOCK_PREFIX = re.compile(r"\n[ \t]*(?:>[ \t]*)*")
+# How a block quote's attribution opens when it follows the quotation ("- Annex A 5.9").
+_ATTRIBUTION_LEAD = re.compile(r"[\s\-*_(\[]*(?:(?:source|from|see|cf\.?|per)\b[\s:,]*)?",
+                               re.IGNORECASE)
+# A sentence that refers back to the citation of the sentence before ("It reads: ...").
+_REFERS_BACK = re.compile(
+    r"[\W_]*(?:it|its|this|that|these|they|which|(?:the|this|that|these|its|their)\s+"
+    r"(?:control|clause|article|recital|paragraph|point|annex|requirement|provision|text|"
+    r"wording|standard|regulation|directive|section|rule|obligation)s?)\b", re.IGNORECASE)
 _ELLIPSIS = "….  \t"
 
 
@@ -201,32 +222,84 @@ def _brief_index(brief: Brief) -> _BriefIndex:
 # -- quotations ---------------------------------------------------------------------------------
 
 def find_quotes(text: str) -> list[tuple[int, int]]:
-    """Spans of quoted text (inside the marks), one line at most, in order.  Linear time."""
+    """Spans of quoted text (inside the marks), in order.  Linear time.
+
+    A quotation may wrap over lines (issue 13 item 3) but never crosses a paragraph break (a
+    line that is blank, or only ``>``): an opener left open there is not a quotation.  A single
+    smart quote (U+2018) opens only at the start of a word and not before a digit ("U+2018 90s"),
+    and U+2019 closes only at the end of a word, so the apostrophes of "don't" and "it's" written
+    with U+2019 are never marks.
+    """
     quotes: list[tuple[int, int]] = []
     opener: tuple[str, int] | None = None
+    line_start = 0
+    n = len(text)
     for m in _QUOTE_TOKENS.finditer(text):
-        c = m.group()
+        c, p = m.group(), m.start()
         if c == "\n":
-            opener = None
+            if opener is not None and not text[line_start:p].strip(" \t>"):
+                opener = None  # a paragraph break ends an unclosed quotation
+            line_start = p + 1
         elif opener is None:
-            if c in _CLOSERS:
-                opener = (c, m.start())
-        elif c in _CLOSERS[opener[0]]:
-            quotes.append((opener[1] + 1, m.start()))
+            if c in _CLOSERS and (c != _LSQUO or _opens_single(text, p, n)):
+                opener = (c, p)
+        elif c in _CLOSERS[opener[0]] and (c != _RSQUO or _closes_single(text, p, n)):
+            quotes.append((opener[1] + 1, p))
             opener = None
     return quotes
 
 
+def _opens_single(text: str, p: int, n: int) -> bool:
+    before = text[p - 1] if p else " "
+    after = text[p + 1] if p + 1 < n else " "
+    return not before.isalnum() and not after.isspace() and not after.isdigit()
+
+
+def _closes_single(text: str, p: int, n: int) -> bool:
+    after = text[p + 1] if p + 1 < n else " "
+    return not text[p - 1].isspace() and not after.isalnum()
+
+
+def _block_quotes(text: str) -> list[tuple[int, int]]:
+    """Spans of markdown ``>`` block quotes (from the first letter after ``>`` to the end of the
+    last line) holding no quotation marks and no citation-like digits checked elsewhere."""
+    if ">" not in text:
+        return []
+    spans = []
+    for m in _BLOCK_QUOTE.finditer(text):
+        body = m.group()
+        if _QUOTE_MARKS.search(body):
+            continue  # the marked quotation inside is read as such
+        lead = len(body) - len(body.lstrip(" \t>"))
+        spans.append((m.start() + lead, m.end()))
+    return spans
+
+
+def _fold(quote: str) -> str:
+    """A quotation as one line: line breaks and the ``>`` prefixes of a block quote folded."""
+    return _BLOCK_PREFIX.sub(" ", quote)
+
+
 def _sentence_bounds(text: str, quotes: Sequence[tuple[int, int]]) -> list[int]:
-    """Sorted positions where a sentence ends; none inside a quotation."""
+    """Sorted positions where a sentence ends; none inside a quotation.
+
+    A sentence ends at ``.``, ``!`` or ``?`` before white space and a capital (or a mark), at a
+    paragraph break, before a line that starts markdown structure (``>``, ``#``, a list item, a
+    table row), and after a heading or a line that ends with a closing quotation mark; a single
+    line break inside prose does not end it, so a citation and its quotation wrapped over lines
+    stay one sentence (issue 13 item 3).
+    """
     starts = [q[0] for q in quotes]
     bounds = [0]
     for m in _SENTENCE_END.finditer(text):
-        p = m.start()
+        p = m.start(m.lastindex) if m.lastindex else m.start()
         i = bisect.bisect_right(starts, p) - 1
         if i >= 0 and quotes[i][0] <= p < quotes[i][1]:
             continue
-        bounds.append(p + 1)
+        if text[bounds[-1]:p + 1].isspace():
+            bounds[-1] = p + 1  # no empty sentences: a blank line joins the next one
+        else:
+            bounds.append(p + 1)
     bounds.append(len(text) + 1)
     return bounds
 
@@ -288,40 +361,94 @@ def _with_edition(index: _BriefIndex, c: Citation) -> Citation:
 
 def _quote_blame(text: str, index: _BriefIndex, found: Sequence[FoundCitation],
                  citations: Sequence[Citation]) -> dict[int, str]:
-    """For each citation (by position in ``found``), why a quotation next to it is altered."""
+    """For each citation (by position in ``found``), why a quotation next to it is altered.
+
+    A quotation belongs to the citations of its own sentence; failing those (issue 13 item 3),
+    an inline quotation belongs to the citations of the sentence before when that sentence ends
+    with ``:``, or its own sentence is only the quotation or opens with a reference back ("It",
+    "This control", ...); a ``>`` block quote belongs to a citation written right before it (or
+    a sentence ending with ``:``), else to one that opens the sentence right after it.
+    """
     blame: dict[int, str] = {}
-    if not found:
+    if not found or not index.worded:
+        return blame  # no wording to compare with: no quotation is checked
+    inline = find_quotes(text)
+    blocks = _block_quotes(text)
+    if blocks and inline:
+        ends = [q[1] for q in inline]
+        blocks = [b for b in blocks if not _inside(inline, ends, b[0])]
+    if not inline and not blocks:
         return blame
-    quotes = find_quotes(text)
-    if not quotes:
-        return blame
+    quotes = sorted(inline + blocks)
+    block_starts = {b[0] for b in blocks}
     bounds = _sentence_bounds(text, quotes)
     starts = [f.span[0] for f in found]
+
+    def cited(lo: int, hi: int, qs: int, qe: int) -> list[int]:
+        return [j for j in range(bisect.bisect_left(starts, lo), bisect.bisect_left(starts, hi))
+                if not (qs <= found[j].span[0] < qe)]
+
     for qs, qe in quotes:
-        quote = text[qs:qe]
+        quote = _fold(text[qs:qe])
         if len(quote.split()) < MIN_QUOTE_WORDS:
             continue
         i = bisect.bisect_right(bounds, qs) - 1
         lo, hi = bounds[i], bounds[i + 1]
-        near = [j for j in range(bisect.bisect_left(starts, lo), bisect.bisect_left(starts, hi))
-                if not (qs <= found[j].span[0] < qe)]
+        is_block = qs in block_starts
+        if is_block and bisect.bisect_left(starts, qs) < bisect.bisect_left(starts, qe):
+            continue  # prose with its own citations, set off as a block: not a reproduction
+        near = cited(lo, hi, qs, qe)
+        if not near and i > 0:
+            before = cited(bounds[i - 1], lo, qs, qe)
+            if before and (_introduces(text, bounds[i - 1], lo) or (
+                    _right_after(text, found[before[-1]].span[1], qs) if is_block
+                    else _refers_back(text, lo, hi, qs, qe))):
+                near = before
+        if not near and is_block and i + 2 < len(bounds):
+            after = cited(bounds[i + 1], bounds[i + 2], qs, qe)
+            if after and _ATTRIBUTION_LEAD.fullmatch(text, bounds[i + 1],
+                                                    found[after[0]].span[0]):
+                near = after[:1]
         if not near:
             continue
         near.sort(key=lambda j: min(abs(found[j].span[1] - qs), abs(found[j].span[0] - qe)))
         matched = [e for e in index.worded if accepts(e.wording or "", quote)]
-        cited = [(j, e) for j in near for e in _lookup(index, citations[j]) if e.wording]
-        if any(e in matched for _, e in cited):
+        cited_entries = [(j, e) for j in near for e in _lookup(index, citations[j]) if e.wording]
+        if any(e in matched for _, e in cited_entries):
             continue
         if matched:
             j = near[0]
             blame.setdefault(j, f"the quoted requirement is the approved wording of "
                                 f"{matched[0].citation} ({matched[0].id}), not of {citations[j]}")
-        elif cited:
-            j, e = cited[0]
+        elif cited_entries:
+            j, e = cited_entries[0]
             blame.setdefault(j, f"quoted wording \u201c{_clean(quote)}\u201d is not the approved "
                                 f"wording of {e.citation} ({e.id}); "
                                 f"{_nearest_wording(index, quote)}")
     return blame
+
+
+def _inside(quotes: Sequence[tuple[int, int]], ends: Sequence[int], p: int) -> bool:
+    k = bisect.bisect_right(ends, p)
+    return k < len(quotes) and quotes[k][0] <= p
+
+
+def _introduces(text: str, lo: int, hi: int) -> bool:
+    """The sentence ``text[lo:hi]`` ends with a colon: it introduces what follows."""
+    return text[lo:hi].rstrip(" \t\n>*_").endswith(":")
+
+
+def _right_after(text: str, end: int, qs: int) -> bool:
+    """Nothing but punctuation and markup between a citation's end and a block quote."""
+    return not any(ch.isalnum() for ch in text[end:qs])
+
+
+def _refers_back(text: str, lo: int, hi: int, qs: int, qe: int) -> bool:
+    """The quotation's sentence is only the quotation, or opens with a reference back."""
+    rest = text[lo:qs] + text[qe:hi]
+    if not any(ch.isalnum() for ch in rest):
+        return True
+    return _REFERS_BACK.match(text, lo, qs) is not None
 
 
 def _check_citations(text: str, index: _BriefIndex, found: Sequence[FoundCitation]
