@@ -182,3 +182,35 @@ def test_run_refuses_a_task_without_brief_or_planner(tmp_path: Path) -> None:
                 "--keys", tmp_path / "k", cwd=tmp_path)
     assert_one_line_error(done, 2, "task.yaml", "planner")
     assert not (tmp_path / "l.db").exists()
+
+
+def _nested(kind: str, levels: int) -> str:
+    """A value nested ``levels`` deep, as JSON or as YAML block mappings."""
+    if kind == "json":
+        return '{"a": ' * levels + "1" + "}" * levels
+    return "\n" + "".join(" " * (i + 1) + "k:\n" for i in range(levels)) + " " * (levels + 1) + "1"
+
+
+@pytest.mark.parametrize("kind", ["json", "yaml"])
+@pytest.mark.parametrize("which", ["brief", "draft"])
+@pytest.mark.parametrize("levels", [1_000, 100_000])
+def test_deeply_nested_input_is_one_line_and_exit_2(tmp_path: Path, kind: str, which: str,
+                                                    levels: int) -> None:
+    # issue 13 item 9 (issue 10): nesting past any parser's recursion limit is bad input
+    # (exit 2, one line naming the file), never an internal error (exit 70).
+    if kind == "yaml" and levels > 1_000:
+        nested = "[" * levels + "]" * levels  # flow style: block style would pass 2 MiB
+    else:
+        nested = _nested(kind, levels)
+    if which == "brief":
+        body = ('{"format": "triz-brief/1", "task": ' + nested + "}" if kind == "json"
+                else f"format: triz-brief/1\ntask: {nested}\n")
+        brief = write(tmp_path, f"deep.{kind}", body)
+        draft = write(tmp_path, "d.yaml", {"format": "triz-draft/1", "step": "S1", "text": "x"})
+    else:
+        body = ('{"format": "triz-draft/1", "step": "S1", "text": ' + nested + "}"
+                if kind == "json" else f"format: triz-draft/1\nstep: S1\ntext: {nested}\n")
+        brief = write(tmp_path, "brief.yaml", BRIEF_DOC)
+        draft = write(tmp_path, f"deep.{kind}", body)
+    done = triz("document", "verify", "--brief", brief, "--draft", draft, cwd=tmp_path)
+    assert_one_line_error(done, 2, f"deep.{kind}", "nested deeper")
