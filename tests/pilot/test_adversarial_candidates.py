@@ -32,6 +32,7 @@ import pytest
 
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import candidate as candidate_module
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.driver import ORIGINAL_FUNCTIONS
+from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.harness import credited_self_checks
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.scoring import CRITICAL_IDS, GATE_IDS
 
 from ._apps import (
@@ -708,3 +709,39 @@ def test_reference_self_checks_pass_from_a_read_only_tree(
     passed = re.findall(r"^PASSED tests/test_selfcheck\.py::test_selfcheck_(\w+)",
                         result.stdout, flags=re.MULTILINE)
     assert sorted(passed) == sorted(SELF_CHECK_IDS)
+    # ... and every one of them exercised the application as gunicorn serves it (item 8).
+    assert all(credited_self_checks(result.stdout).values()), result.stdout[-3000:]
+
+
+IN_PROCESS_SELF_CHECK = """
+from feedback_app import create_app
+from feedback_app.config import load_settings
+
+
+def _health() -> None:
+    client = create_app(load_settings({})).test_client()
+    assert client.get("/health").status_code == 200
+"""
+
+
+def test_self_checks_that_never_reach_the_served_app_are_not_credited(
+    repos: dict[str, Path], tmp_path: Path
+) -> None:
+    """Issue 12 item 8: a self-check run in Flask's test client proves nothing about the app as
+    served; it passes, and the harness does not credit it."""
+    repo = tmp_path / "repo"
+    subprocess.run(["cp", "-a", str(repos["reference"]), str(repo)], check=True)
+    (repo / "tests/test_selfcheck.py").write_text(IN_PROCESS_SELF_CHECK + "".join(
+        f"\n\ndef test_selfcheck_{name}() -> None:\n    _health()\n" for name in SELF_CHECK_IDS))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-rA", "-p", "no:cacheprovider",
+         "tests/test_selfcheck.py"],
+        cwd=repo, capture_output=True, text=True, timeout=120, check=False,
+        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    passed = re.findall(r"^PASSED tests/test_selfcheck\.py::test_selfcheck_(\w+)",
+                        result.stdout, flags=re.MULTILINE)
+    assert sorted(passed) == sorted(SELF_CHECK_IDS)
+    assert not any(credited_self_checks(result.stdout).values())

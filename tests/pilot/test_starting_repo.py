@@ -7,6 +7,7 @@ subprocess of the test. Its SMTP settings point at a TCP listener that counts co
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -287,11 +288,21 @@ def test_scope_lists_the_candidates_files() -> None:
         assert (STARTING_REPO / protected).is_file()
 
 
+#: The one conftest.py of the starting repository only reports which tests exercised the served
+#: application (issue 12 item 8); it must never change what a test's outcome is.
+REPORTING_HOOKS = {"pytest_runtest_protocol", "pytest_terminal_summary"}
+
+
 def test_starting_repo_has_no_hooks_or_links() -> None:
     for path in STARTING_REPO.rglob("*"):
         assert not path.is_symlink(), path
-        assert path.name not in {"conftest.py", "sitecustomize.py", "usercustomize.py"}, path
+        assert path.name not in {"sitecustomize.py", "usercustomize.py"}, path
         assert path.suffix != ".pth", path
+        if path.name == "conftest.py":
+            assert path == STARTING_REPO / "tests" / "conftest.py", path
+            tree = ast.parse(path.read_text())
+            defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+            assert defined == REPORTING_HOOKS, defined
     assert (STARTING_REPO / "requirements.txt").read_text().split() == [
         "flask>=3.0,<4", "gunicorn>=22,<24",
     ]

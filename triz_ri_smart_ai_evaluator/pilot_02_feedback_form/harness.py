@@ -50,6 +50,7 @@ from ..rules.task_class import TaskClass
 from ..rules.versions import PinnedRules, pin, rules_version
 from ..sandbox import (
     IsolationError,
+    Limits,
     Sandbox,
     SandboxError,
     open_sandbox,
@@ -88,6 +89,10 @@ SELF_CHECK_LINE = re.compile(r"^PASSED \S+::test_selfcheck_([a-z_]+?)(?:\[|\s|$)
 TEST_LINE = re.compile(  # a parametrised id may hold spaces: the outcome ends the line
     r"^(tests/.+?::.+?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: +\[ *\d+%\])?$", re.M)
 SELF_CHECK_FILE = "tests/test_selfcheck.py"
+#: The starting repository's conftest.py lists every test that sent a request to the application
+#: as served (gunicorn): a self-check is credited only when it did (issue 12 item 8).
+SERVED_LINE = re.compile(r"^served: tests/test_selfcheck\.py::test_selfcheck_([a-z_]+?)(?:\[|$)",
+                         re.M)
 #: The sender the contract fixes (envelope and From header; issue 12 item 3).
 SENDER = "feedback-form@app.example"
 #: Visitors at a time, their mean think time between requests (issue 12 item 1).
@@ -99,6 +104,9 @@ GRACE_MAX = 8.0
 START_TIMEOUT = 20.0
 REQUEST_TIMEOUT = 5.0
 MAX_CONSECUTIVE_FAILURES = 3
+#: The repository's tests serve the application under gunicorn (two workers) as they go, a few
+#: servers at a time (issue 12 item 8): room for that, still bounded.
+TEST_LIMITS = Limits(memory_bytes=2 * 1024**3, max_pids=256)
 #: Inside the sandbox: its private, writable /tmp (the code itself is read-only).
 STATE_DIR = "/tmp/feedback-state"  # noqa: S108 - a path in the sandbox's own tmpfs
 
@@ -218,15 +226,24 @@ def _start_repository_tests(box: Sandbox, tree: Path) -> list[Any]:
     # the repository's tests do not use and that would only slow them down.
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     argv = [box.python, "-m", "pytest", "-v", "-rA", "-p", "no:cacheprovider"]
-    return [box.start([*argv, SELF_CHECK_FILE], code_dir=tree, wall_timeout=60, env=env),
+    return [box.start([*argv, SELF_CHECK_FILE], code_dir=tree, wall_timeout=60, env=env,
+                      limits=TEST_LIMITS),
             box.start([*argv, f"--ignore={SELF_CHECK_FILE}", "tests/"], code_dir=tree,
-                      wall_timeout=60, env=env)]
+                      wall_timeout=60, env=env, limits=TEST_LIMITS)]
+
+
+def credited_self_checks(output: str) -> dict[str, bool]:
+    """Each mandatory self-check, and whether pytest's output credits it: its
+    ``test_selfcheck_<id>`` passed and sent a request to the application as served."""
+    passed = set(SELF_CHECK_LINE.findall(output)) & set(SERVED_LINE.findall(output))
+    return {cid: cid.removeprefix("checks_") in passed for cid in scoring.SELF_CHECK_IDS}
 
 
 def _repository_tests(procs: Sequence[Any]) -> tuple[dict[str, bool], dict[str, str], bytes]:
     """Wait for the tests: credit each mandatory self-check whose ``test_selfcheck_<id>``
-    passed (pilot 9), and report every public test of the starting repository with its
-    outcome (issue 12 item 8: a public test that does not pass is a regression)."""
+    passed and exercised the application as served (pilot 9, issue 12 item 8), and report every
+    public test of the starting repository with its outcome (a public test that does not pass
+    is a regression)."""
     log = b""
     for proc in procs:
         proc.wait(70)
@@ -234,8 +251,7 @@ def _repository_tests(procs: Sequence[Any]) -> tuple[dict[str, bool], dict[str, 
         stdout, stderr = proc.read_output()
         log += stdout + b"\n--- stderr ---\n" + stderr + b"\n"
     text = log.decode("utf-8", "replace")
-    passed = set(SELF_CHECK_LINE.findall(text))
-    done = {cid: cid.removeprefix("checks_") in passed for cid in scoring.SELF_CHECK_IDS}
+    done = credited_self_checks(text)
     public: dict[str, str] = {}
     for node, outcome in TEST_LINE.findall(text):
         if not node.startswith(SELF_CHECK_FILE):

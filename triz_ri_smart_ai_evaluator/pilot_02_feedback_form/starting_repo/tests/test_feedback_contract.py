@@ -1,7 +1,8 @@
 """``POST /api/feedback`` against the contract in TASK.md.
 
 Sending is the task, so in the unchanged repository (the route answers 501) every test here is
-skipped. Once the route is implemented they run against ``smtp_stub``, a real SMTP server on
+skipped. Once the route is implemented they run against the application as production serves it
+(gunicorn, two workers: ``served.py``), which sends to ``smtp_stub``, a real SMTP server on
 127.0.0.1, through whatever SMTP client the implementation uses.
 """
 
@@ -17,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from feedback_app import create_app
-from feedback_app.config import load_settings
-from flask.testing import FlaskClient
+from served import HttpClient, ServedApp, serve, stop_all
 from smtp_stub import DataReply, StubSmtpServer
 
 SENDER = "noreply@example.org"
@@ -78,44 +77,58 @@ def body_fields(data: bytes) -> dict[str, str]:
 
 
 class Mailroom:
-    """A stub SMTP server and an application configured to send to it."""
+    """A stub SMTP server and the application, served as in production (gunicorn, two
+    workers), configured to send to it.  One per module: each test starts from a clean slate."""
 
-    def __init__(self, tmp_path: Path, data_reply: DataReply | None = None) -> None:
+    def __init__(self, state_dir: Path) -> None:
         self.password = secrets.token_urlsafe(18)
-        self.server = StubSmtpServer(username="feedback-app", password=self.password,
-                                     data_reply=data_reply)
-        self.tmp_path = tmp_path
+        self.server = StubSmtpServer(username="feedback-app", password=self.password)
+        self.state_dir = state_dir
+        self.secret_key = secrets.token_hex(16)
+        self._apps: dict[int | None, ServedApp] = {}
 
-    def client(self, port: int | None = None) -> FlaskClient:
-        settings = load_settings({
-            "SMTP_HOST": self.server.host,
-            "SMTP_PORT": str(port or self.server.port),
-            "SMTP_USERNAME": "feedback-app",
-            "SMTP_PASSWORD": self.password,
-            "FEEDBACK_FROM": SENDER,
-            "FEEDBACK_TO": RECIPIENT,
-            "APP_SECRET_KEY": secrets.token_hex(16),
-        })
-        return create_app(settings).test_client()
+    def client(self, port: int | None = None) -> HttpClient:
+        """A client of the application sending to the stub (or to ``port`` instead)."""
+        if port not in self._apps:
+            self._apps[port] = serve({
+                "SMTP_HOST": self.server.host,
+                "SMTP_PORT": str(port or self.server.port),
+                "SMTP_USERNAME": "feedback-app",
+                "SMTP_PASSWORD": self.password,
+                "FEEDBACK_FROM": SENDER,
+                "FEEDBACK_TO": RECIPIENT,
+                "APP_SECRET_KEY": self.secret_key,
+            }, self.state_dir)
+        return self._apps[port].client()
+
+    def reset(self, data_reply: DataReply | None = None) -> None:
+        self.server.data_reply = data_reply
+        self.server.deliveries = []
+        self.server.data_attempts = 0
+
+    def close(self) -> None:
+        stop_all(self._apps.values())
+        self.server.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def _room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mailroom]:
+    # A writable directory the application may keep its own state in (TASK.md).
+    room = Mailroom(tmp_path_factory.mktemp("state"))
+    room.server.__enter__()
+    yield room
+    room.close()
 
 
 @pytest.fixture
-def mailroom_factory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Callable[..., Mailroom]]:
-    # A writable directory the application may keep its own state in (TASK.md).
-    monkeypatch.setenv("FEEDBACK_STATE_DIR", str(tmp_path))
-    started: list[Mailroom] = []
+def mailroom_factory(_room: Mailroom) -> Callable[..., Mailroom]:
+    _room.reset()
 
     def make(data_reply: DataReply | None = None) -> Mailroom:
-        room = Mailroom(tmp_path, data_reply)
-        room.server.__enter__()
-        started.append(room)
-        return room
+        _room.reset(data_reply)
+        return _room
 
-    yield make
-    for room in started:
-        room.server.__exit__(None, None, None)
+    return make
 
 
 @pytest.fixture
@@ -124,18 +137,17 @@ def mailroom(mailroom_factory: Callable[..., Mailroom]) -> Mailroom:
 
 
 @pytest.fixture(autouse=True)
-def _sending_is_implemented() -> None:
-    unconfigured = create_app(load_settings({})).test_client()
-    if unconfigured.post("/api/feedback", json={}).status_code == 501:
+def _sending_is_implemented(_room: Mailroom) -> None:
+    if _room.client().post("/api/feedback", json={}).status_code == 501:
         pytest.skip("sending is not implemented yet: that is the task (TASK.md)")
 
 
 @pytest.fixture
-def client(mailroom: Mailroom) -> FlaskClient:
+def client(mailroom: Mailroom) -> HttpClient:
     return mailroom.client()
 
 
-def test_valid_submission_is_delivered_once(client: FlaskClient, mailroom: Mailroom) -> None:
+def test_valid_submission_is_delivered_once(client: HttpClient, mailroom: Mailroom) -> None:
     payload = valid_payload()
     response = client.post("/api/feedback", json=payload)
     assert response.status_code == 200
@@ -148,7 +160,7 @@ def test_valid_submission_is_delivered_once(client: FlaskClient, mailroom: Mailr
 
 
 def test_headers_are_fixed_and_carry_no_submitted_value(
-    client: FlaskClient, mailroom: Mailroom
+    client: HttpClient, mailroom: Mailroom
 ) -> None:
     payload = valid_payload(name="Header Tester", email="headers@example.org")
     assert client.post("/api/feedback", json=payload).status_code == 200
@@ -182,7 +194,7 @@ def test_headers_are_fixed_and_carry_no_submitted_value(
     ],
 )
 def test_values_are_delivered_verbatim(
-    client: FlaskClient, mailroom: Mailroom, overrides: dict[str, str | None]
+    client: HttpClient, mailroom: Mailroom, overrides: dict[str, str | None]
 ) -> None:
     payload = valid_payload(**overrides)
     assert client.post("/api/feedback", json=payload).status_code == 200
@@ -190,7 +202,7 @@ def test_values_are_delivered_verbatim(
     assert body_fields(delivery.data) == {"phone": "", **payload}
 
 
-def test_the_html_form_encoding_is_accepted(client: FlaskClient, mailroom: Mailroom) -> None:
+def test_the_html_form_encoding_is_accepted(client: HttpClient, mailroom: Mailroom) -> None:
     payload = valid_payload(phone="")
     assert client.post("/api/feedback", data=payload).status_code == 200
     assert body_fields(mailroom.server.deliveries[0].data) == payload
@@ -227,7 +239,7 @@ INVALID = [
 
 @pytest.mark.parametrize(("field", "overrides"), INVALID)
 def test_invalid_input_is_rejected_and_nothing_is_sent(
-    client: FlaskClient, mailroom: Mailroom, field: str, overrides: dict[str, str | None]
+    client: HttpClient, mailroom: Mailroom, field: str, overrides: dict[str, str | None]
 ) -> None:
     response = client.post("/api/feedback", json=valid_payload(**overrides))
     assert response.status_code == 400
@@ -239,7 +251,7 @@ def test_invalid_input_is_rejected_and_nothing_is_sent(
 
 @pytest.mark.parametrize("value", [42, ["Ada"], {"first": "Ada"}, True])
 def test_a_field_that_is_not_a_string_is_invalid(
-    client: FlaskClient, mailroom: Mailroom, value: object
+    client: HttpClient, mailroom: Mailroom, value: object
 ) -> None:
     payload: dict[str, object] = {**valid_payload(), "name": value}
     response = client.post("/api/feedback", json=payload)
@@ -247,7 +259,7 @@ def test_a_field_that_is_not_a_string_is_invalid(
     assert mailroom.server.data_attempts == 0
 
 
-def test_a_repeated_submission_sends_one_message(client: FlaskClient, mailroom: Mailroom) -> None:
+def test_a_repeated_submission_sends_one_message(client: HttpClient, mailroom: Mailroom) -> None:
     payload = valid_payload()
     first = client.post("/api/feedback", json=payload)
     second = client.post("/api/feedback", json=payload)
@@ -310,7 +322,7 @@ def test_an_unreachable_server_is_reported(mailroom: Mailroom) -> None:
     assert response.get_json()["status"] == "not_sent"
 
 
-def test_the_password_is_never_in_a_response(client: FlaskClient, mailroom: Mailroom) -> None:
+def test_the_password_is_never_in_a_response(client: HttpClient, mailroom: Mailroom) -> None:
     responses = [
         client.get(path)
         for path in ("/", "/about", "/contact", "/api/info", "/health", "/static/contact.js")

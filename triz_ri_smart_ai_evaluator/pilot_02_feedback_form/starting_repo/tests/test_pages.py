@@ -6,25 +6,23 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from feedback_app import create_app
-from feedback_app.config import load_settings
-from flask.testing import FlaskClient
+from served import HttpClient, serve
 
 RUN_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
 HIDDEN_TOKEN = re.compile(r'<input type="hidden" name="run_token" value="([^"]*)">')
 
 
-@pytest.fixture
-def client() -> Iterator[FlaskClient]:
-    app = create_app(load_settings({}))
-    with app.test_client() as client:
-        yield client
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpClient]:
+    """The site as production serves it (gunicorn, two workers), without mail settings."""
+    with serve({}, tmp_path_factory.mktemp("state")) as app:
+        yield app.client()
 
 
 @pytest.mark.parametrize(
     ("path", "heading"), [("/", "Welcome to Feedback App"), ("/about", "About")]
 )
-def test_html_pages(client: FlaskClient, path: str, heading: str) -> None:
+def test_html_pages(client: HttpClient, path: str, heading: str) -> None:
     response = client.get(path)
     assert response.status_code == 200
     assert response.mimetype == "text/html"
@@ -34,11 +32,11 @@ def test_html_pages(client: FlaskClient, path: str, heading: str) -> None:
         assert link in page
 
 
-def test_about_page_shows_the_version(client: FlaskClient) -> None:
+def test_about_page_shows_the_version(client: HttpClient) -> None:
     assert "Version 1.4.2" in client.get("/about").get_data(as_text=True)
 
 
-def test_api_info_is_deterministic_json(client: FlaskClient) -> None:
+def test_api_info_is_deterministic_json(client: HttpClient) -> None:
     first, second = client.get("/api/info"), client.get("/api/info")
     assert first.status_code == 200
     assert first.mimetype == "application/json"
@@ -51,13 +49,13 @@ def test_api_info_is_deterministic_json(client: FlaskClient) -> None:
     }
 
 
-def test_health(client: FlaskClient) -> None:
+def test_health(client: HttpClient) -> None:
     response = client.get("/health")
     assert response.status_code == 200
     assert response.get_json() == {"status": "ok"}
 
 
-def test_contact_form_has_every_field(client: FlaskClient) -> None:
+def test_contact_form_has_every_field(client: HttpClient) -> None:
     response = client.get("/contact")
     assert response.status_code == 200
     assert response.headers["Cache-Control"] == "no-store"
@@ -69,7 +67,7 @@ def test_contact_form_has_every_field(client: FlaskClient) -> None:
     assert "/static/contact.js" in page
 
 
-def test_contact_form_carries_a_fresh_run_token_per_view(client: FlaskClient) -> None:
+def test_contact_form_carries_a_fresh_run_token_per_view(client: HttpClient) -> None:
     tokens = []
     for _ in range(5):
         match = HIDDEN_TOKEN.search(client.get("/contact").get_data(as_text=True))
@@ -86,15 +84,15 @@ def test_contact_form_carries_a_fresh_run_token_per_view(client: FlaskClient) ->
         ("/static/style.css", {"text/css"}),
     ],
 )
-def test_static_files(client: FlaskClient, path: str, mimetypes: set[str]) -> None:
+def test_static_files(client: HttpClient, path: str, mimetypes: set[str]) -> None:
     response = client.get(path)
     assert response.status_code == 200
     assert response.mimetype in mimetypes
 
 
-def test_unknown_page_is_404(client: FlaskClient) -> None:
+def test_unknown_page_is_404(client: HttpClient) -> None:
     assert client.get("/no-such-page").status_code == 404
 
 
-def test_feedback_route_accepts_only_post(client: FlaskClient) -> None:
+def test_feedback_route_accepts_only_post(client: HttpClient) -> None:
     assert client.get("/api/feedback").status_code == 405
