@@ -257,3 +257,56 @@ def test_cli_run_exit_3_on_halt(tmp_path: Path, executor: ScriptedChatDouble,
     assert done.returncode == 3
     assert "halted" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+# -- missing required content (issue 13 item 7, seed 002: the step's own contract) ---------------
+
+NO_CITATION_S2 = "Owners review the inventory every six months."
+OMITTED = verdict(False, ("missing_required_content", "with its citation",
+                          "The step requires the inventory requirement's citation; none is given."))
+
+
+def test_a_correct_omission_triggers_the_one_rerender_then_passes(
+        tmp_path: Path, executor: ScriptedChatDouble, verifier: ScriptedChatDouble) -> None:
+    # Before issue 13 item 7 this verdict was unparseable twice (its quote is not in the draft)
+    # and halted the run.
+    executor.add(drafted(CLEAN_S1, []), drafted(NO_CITATION_S2, []), drafted(CLEAN_S2, ["C1"]))
+    verifier.add(ReplyContent(PASS), ReplyContent(OMITTED), ReplyContent(PASS))
+    result, _db = run_in_process(write_task(tmp_path, executor, verifier), tmp_path)
+    assert result.halted is None
+    step2 = result.steps[1]
+    assert step2.end.value == "released"
+    assert len(step2.inspections) == 2
+    first = step2.inspections[0]
+    assert first.verdict is not None
+    assert [(i.kind, i.quote) for i in first.verdict.issues] == [
+        ("missing_required_content", "with its citation")]
+    rerender_prompt = executor.requests[2].body["messages"][1]["content"]
+    assert "missing_required_content" in rerender_prompt
+    assert "with its citation" in rerender_prompt
+    verify_and_recompute(tmp_path)
+
+
+def test_a_second_omission_releases_with_a_caveat(
+        tmp_path: Path, executor: ScriptedChatDouble, verifier: ScriptedChatDouble) -> None:
+    executor.add(drafted(CLEAN_S1, []), drafted(NO_CITATION_S2, []),
+                 drafted(NO_CITATION_S2, []))
+    verifier.add(ReplyContent(PASS), ReplyContent(OMITTED), ReplyContent(OMITTED))
+    result, _db = run_in_process(write_task(tmp_path, executor, verifier), tmp_path)
+    assert [s.end.value for s in result.steps] == ["released", "released_with_caveat"]
+
+
+def test_an_omission_not_quoting_the_step_spec_is_unparseable_and_halts(
+        tmp_path: Path, executor: ScriptedChatDouble, verifier: ScriptedChatDouble) -> None:
+    # Quoted from the draft, or from nowhere: not verifiable against the step spec.
+    for quote in (NO_CITATION_S2, "a retention schedule"):
+        run_dir = tmp_path / quote.split()[0]
+        run_dir.mkdir()
+        with ScriptedChatDouble() as ex, ScriptedChatDouble() as ver:
+            ex.add(drafted(CLEAN_S1, []), drafted(NO_CITATION_S2, []))
+            bad = verdict(False, ("missing_required_content", quote, "missing"))
+            ver.add(ReplyContent(PASS), ReplyContent(bad), ReplyContent(bad))
+            result, _db = run_in_process(write_task(run_dir, ex, ver), run_dir)
+        assert [s.end.value for s in result.steps] == ["released", "halted"]
+        assert result.halted is not None
+        assert "step's content spec" in result.halted

@@ -54,8 +54,16 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj)
 
 
-def parse(raw: str, quote_in_draft: Any = in_draft) -> Verdict | Unparseable:
-    return parse_verdict(raw, quote_in_draft=quote_in_draft)
+SPEC = "State the inventory requirement with its citation, and the tool chosen."
+
+
+def in_spec(quote: str) -> bool:
+    return quote in SPEC
+
+
+def parse(raw: str, quote_in_draft: Any = in_draft, quote_in_spec: Any = in_spec
+          ) -> Verdict | Unparseable:
+    return parse_verdict(raw, quote_in_draft=quote_in_draft, quote_in_spec=quote_in_spec)
 
 
 def unparseable(raw: str, quote_in_draft: Any = in_draft) -> Unparseable:
@@ -91,8 +99,9 @@ def test_a_fail_with_a_quoted_issue_parses() -> None:
 
 
 @pytest.mark.parametrize("kind", ISSUE_KINDS)
-def test_each_of_the_three_kinds_is_accepted(kind: str) -> None:
-    result = parse(dumps({"pass": False, "issues": [issue(kind=kind)]}))
+def test_each_kind_is_accepted(kind: str) -> None:
+    quote = "the tool chosen" if kind == "missing_required_content" else "clause 9.2"
+    result = parse(dumps({"pass": False, "issues": [issue(kind=kind, quote=quote)]}))
     assert isinstance(result, Verdict)
     assert result.issues[0].kind == kind
 
@@ -539,7 +548,7 @@ def test_valid_verdicts_round_trip(listed: list[dict[str, str]], ascii_only: boo
             except UnicodeEncodeError:
                 return
     raw = ws + json.dumps({"pass": False, "issues": listed}, ensure_ascii=ascii_only) + ws
-    result = parse_verdict(raw, quote_in_draft=everywhere)
+    result = parse_verdict(raw, quote_in_draft=everywhere, quote_in_spec=everywhere)
     assert isinstance(result, Verdict)
     assert result.raw == raw
     assert result.dropped == ()
@@ -547,6 +556,7 @@ def test_valid_verdicts_round_trip(listed: list[dict[str, str]], ascii_only: boo
     again = parse_verdict(
         json.dumps({"pass": result.passed, "issues": [i.to_json() for i in result.issues]}),
         quote_in_draft=everywhere,
+        quote_in_spec=everywhere,
     )
     assert isinstance(again, Verdict)
     assert again.issues == result.issues
@@ -559,3 +569,42 @@ def test_a_pass_round_trips() -> None:
         "pass": result.passed,
         "issues": [i.to_json() for i in result.issues],
     }
+
+
+# --- missing required content (issue 13 item 7, seed 002: the step's own contract) --------------
+
+
+def omission(quote: str) -> str:
+    return dumps({"pass": False, "issues": [issue(kind="missing_required_content", quote=quote)]})
+
+
+def test_an_omission_quoting_the_step_spec_is_kept() -> None:
+    result = parse(omission("and the tool chosen"))
+    assert isinstance(result, Verdict)
+    assert result.passed is False
+    assert result.issues == (Issue("missing_required_content", "and the tool chosen", "x"),)
+
+
+def test_an_omission_quoting_only_the_draft_is_dropped_and_a_lone_one_is_unparseable() -> None:
+    # The quote of an omission is checked against the step's content spec, not the draft.
+    assert "fail with no issue" in unparseable(omission("clause 9.2")).reason
+
+
+def test_other_kinds_are_not_checked_against_the_step_spec() -> None:
+    raw = dumps({"pass": False, "issues": [issue(kind="contradiction", quote="the tool chosen")]})
+    assert "fail with no issue" in unparseable(raw).reason
+
+
+def test_an_omission_beside_a_draft_issue_is_dropped_alone_when_not_in_the_spec() -> None:
+    raw = dumps({"pass": False, "issues": [
+        issue(), issue(kind="missing_required_content", quote="a retention schedule")]})
+    result = parse(raw)
+    assert isinstance(result, Verdict)
+    assert [i.kind for i in result.issues] == ["invented_citation"]
+    assert [d.reason for d in result.dropped] == [
+        "quote not found verbatim in the step's content spec"]
+
+
+def test_without_a_spec_checker_an_omission_cannot_be_verified() -> None:
+    result = parse_verdict(omission("the tool chosen"), quote_in_draft=everywhere)
+    assert isinstance(result, Unparseable)

@@ -317,7 +317,9 @@ class VerifierGate:
                 "verifier_response", e.raw_body.encode("utf-8"))
             return Call("crashed", e.diagnostics(), digest), None
         digest = self._journal.store("verifier_response", reply.raw_body.encode("utf-8"))
-        outcome = reply_to_verdict(reply, quote_in_draft=quote_checker(text, pack.draft_as_sent))
+        # issue 13 item 7: an omission quotes the step's content spec, every other issue the draft.
+        outcome = reply_to_verdict(reply, quote_in_draft=quote_checker(text, pack.draft_as_sent),
+                                   quote_in_spec=quote_checker(step.content_spec))
         if isinstance(outcome, Unparseable):
             return Call("unparseable", outcome.reason, digest), None
         return Call("verdict", None, digest), outcome

@@ -14,10 +14,13 @@ The accepted shape, with only JSON whitespace around it::
   ``explanation``, all strings; ``kind`` is one of :data:`ISSUE_KINDS`; a quote is not blank;
 * no duplicate key anywhere, no ``NaN``/``Infinity``, no nesting deeper than the schema;
 * ``pass`` is a JSON boolean that agrees with the list: ``true`` exactly when it is empty;
-* an issue whose quote is not found in the draft is a false positive: it is dropped and recorded
-  in :attr:`Verdict.dropped`.  A failing verdict left with no issue quoting the draft is malformed.
-  Dropping never turns a fail into a pass: :attr:`Verdict.passed` is always the model's own
-  ``pass``.
+* every quote is checked against its source: the draft, or for ``missing_required_content``
+  (content the step's spec requires and the draft omits; issue 13 item 7, seed 002 "the step's
+  own contract") the step's content spec, since an omission cannot be quoted from the draft;
+* an issue whose quote is not found in its source is a false positive: it is dropped and
+  recorded in :attr:`Verdict.dropped`.  A failing verdict left with no verified issue is
+  malformed.  Dropping never turns a fail into a pass: :attr:`Verdict.passed` is always the
+  model's own ``pass``.
 
 :func:`parse_verdict` never raises on any text; every rejection names its reason on one line.
 """
@@ -30,14 +33,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
-IssueKind: TypeAlias = Literal["contradiction", "altered_citation", "invented_citation"]
+IssueKind: TypeAlias = Literal["contradiction", "altered_citation", "invented_citation",
+                              "missing_required_content"]
 
-#: The only three violations of the global constraints (seed 002, "The contract that survived").
+#: The three violations of the global constraints (seed 002, "The contract that survived"), and
+#: the one breach of the step's own contract that cannot be quoted from the draft: content the
+#: step's spec requires and the draft omits (issue 13 item 7).
 ISSUE_KINDS: Final[tuple[IssueKind, ...]] = (
     "contradiction",
     "altered_citation",
     "invented_citation",
+    "missing_required_content",
 )
+#: The kind whose quote comes from the step's content spec instead of the draft.
+OMISSION: Final[IssueKind] = "missing_required_content"
 
 #: Largest verdict accepted, in UTF-8 bytes.  A longer answer is not a verdict.
 MAX_RAW_BYTES: Final = 64 * 1024
@@ -97,7 +106,8 @@ def _is_one_line(text: str) -> bool:
 
 @dataclass(frozen=True)
 class Issue:
-    """One violation the verifier reports, quoting the draft verbatim.
+    """One violation the verifier reports, quoting the draft verbatim (an omission quotes the
+    step's content spec).
 
     Raises:
         ValueError: on an unknown ``kind`` or a blank ``quote`` (invalid issues cannot exist).
@@ -111,7 +121,7 @@ class Issue:
         if self.kind not in ISSUE_KINDS:
             raise ValueError(f"unknown issue kind {self.kind!r}")
         if not isinstance(self.quote, str) or not self.quote.strip():
-            raise ValueError("an issue must quote the draft (blank quote)")
+            raise ValueError("an issue must quote its source (blank quote)")
         if not isinstance(self.explanation, str):
             raise ValueError("an issue's explanation must be a string")
 
@@ -157,7 +167,7 @@ class Verdict:
         if self.passed and (self.issues or self.dropped):
             raise ValueError("a passing verdict has no issues")
         if not self.passed and not self.issues:
-            raise ValueError("a failing verdict has at least one issue quoting the draft")
+            raise ValueError("a failing verdict has at least one issue with a verified quote")
 
     def to_json(self) -> JsonDict:
         """The parsed verdict, what was dropped and the raw answer, for the ledger."""
@@ -338,7 +348,8 @@ def _issue_from(index: int, item: object) -> Issue:
     return Issue(kind=kind, quote=quote, explanation=str(item["explanation"]))
 
 
-def _verdict_from(value: object, raw: str, quote_in_draft: Callable[[str], bool]) -> Verdict:
+def _verdict_from(value: object, raw: str, quote_in_draft: Callable[[str], bool],
+                  quote_in_spec: Callable[[str], bool] | None) -> Verdict:
     """Check the decoded value against the schema and the agreement rules.
 
     Raises:
@@ -368,22 +379,34 @@ def _verdict_from(value: object, raw: str, quote_in_draft: Callable[[str], bool]
     kept: list[Issue] = []
     dropped: list[DroppedIssue] = []
     for issue in issues:
-        if quote_in_draft(issue.quote):
+        if issue.kind == OMISSION:
+            # An omission quotes what the step requires; without the spec it cannot be checked.
+            if quote_in_spec is not None and quote_in_spec(issue.quote):
+                kept.append(issue)
+            else:
+                dropped.append(DroppedIssue(
+                    issue, "quote not found verbatim in the step's content spec"))
+        elif quote_in_draft(issue.quote):
             kept.append(issue)
         else:
             dropped.append(DroppedIssue(issue, "quote not found verbatim in the draft"))
     if not passed and not kept:
-        raise _Rejected(f"fail with no issue quoting the draft ({len(dropped)} dropped)")
+        raise _Rejected(f"fail with no issue quoting the draft or the step's content spec "
+                        f"({len(dropped)} dropped)")
     return Verdict(passed=passed, issues=tuple(kept), dropped=tuple(dropped), raw=raw)
 
 
-def parse_verdict(raw: str, *, quote_in_draft: Callable[[str], bool]) -> Verdict | Unparseable:
+def parse_verdict(raw: str, *, quote_in_draft: Callable[[str], bool],
+                  quote_in_spec: Callable[[str], bool] | None = None) -> Verdict | Unparseable:
     """Parse the verifier's answer strictly (spec 8.11, 9.4; rules in the module docstring).
 
-    ``quote_in_draft`` says whether a quote occurs in the draft as the verifier saw it; an issue
-    it rejects is dropped as a false positive.  It is called only on a well-formed verdict.
+    ``quote_in_draft`` says whether a quote occurs in the draft as the verifier saw it, and
+    ``quote_in_spec`` whether it occurs in the step's content spec (the source of an omission's
+    quote; with None, every omission is dropped as unverifiable).  An issue whose quote its
+    checker rejects is dropped as a false positive.  Both are called only on a well-formed
+    verdict.
 
-    Never raises on any ``raw``; exceptions raised by ``quote_in_draft`` itself propagate.
+    Never raises on any ``raw``; exceptions raised by the two checkers themselves propagate.
     """
     if not isinstance(raw, str):
         return Unparseable(f"the answer is a {type(raw).__name__}, not text", "")
@@ -403,6 +426,6 @@ def parse_verdict(raw: str, *, quote_in_draft: Callable[[str], bool]) -> Verdict
         if not text.startswith("{"):
             raise _Rejected(_describe_non_object(text))
         value = _decode(text)
-        return _verdict_from(value, raw, quote_in_draft)
+        return _verdict_from(value, raw, quote_in_draft, quote_in_spec)
     except _Rejected as e:
         return Unparseable(_one_line(e.reason), raw)
