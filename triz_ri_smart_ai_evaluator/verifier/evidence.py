@@ -2,50 +2,82 @@
 
 The integrity gate of runs with web research (summary, "an integrity gate where a source
 exists"): every URL and every price in the output must be in the evidence set.  This module only
-finds and canonicalises; the comparison is in ``mechanical``.  No I/O: a URL is text here, it is
-never fetched (spec 9.5: links are active content for a quarantine, not for the verifier).
+finds, canonicalises and compares; ``mechanical`` turns a mismatch into a finding.  No I/O: a URL
+is text here, it is never fetched (spec 9.5: links are active content for a quarantine, not for
+the verifier).  The rules are documented in docs/verifier-inputs.md, "Evidence"; in short:
 
-URL canonical form: lower-case scheme and host, default port dropped (80 for http, 443 for
-https), "/" for an empty path, path and query kept exactly, fragment dropped (it names a place in
-the same resource).  A bare ``www.`` host has no scheme and matches an evidence URL with either.
-Trailing punctuation that closes the sentence (``.,;:!?``, quotes, ``*``, ``_``, and a ``)``
-or ``]`` without its opening partner) is not part of the URL.
+URLs (issue 13 item 6).  Read: ``http(s)://`` URLs, ``www.`` hosts, and bare hosts whose last
+label is a listed TLD (``TLDS``), with or without a path; also inside markdown emphasis
+(``_url_``, ``**url**``) and both halves of ``[url](url)``.  A bare host without a path is read
+only when written in lower case and its TLD is not also a common word or file extension
+(``PATH_ONLY_TLDS``).  Canonical form: lower-case scheme and host, trailing dot of the host
+dropped, default port dropped (80 for http, 443 for https), ``/`` for an empty path and no
+trailing ``/`` otherwise, ``%xx`` escapes in upper case, tracking parameters dropped
+(``utm_*`` and ``TRACKING_PARAMETERS``), the other query parameters kept exactly and ordered by
+name (stable), fragment dropped.  Everything else is an alteration: scheme (http vs https),
+host (``www.`` is part of it), port, user, path (case-sensitive), any other query parameter or
+value.  A scheme-less URL with a path matches an evidence URL of either scheme; a scheme-less
+host without a path names a site and matches when an evidence URL has that host (and port).
 
-Price canonical form: (ISO 4217 code, Decimal amount).  A currency symbol or code may stand
-before or after the amount.  Separators: with both "," and "." the later one is the decimal
-mark; with one of them, a group of exactly three digits after it (or several groups) means
-thousands, one or two digits mean decimals ("49,00 €" is 49, "1,299" is 1299, "1.299,99" is
-1299.99).  Spaces group thousands only when the currency follows ("1 299,99 zł"), so that
-"€49 100 users" stays 49.  Multipliers ("1.2 million") are not understood: such a price does not
-match the evidence and is reported.
+Prices (issue 13 item 5).  A price is (currency, amount, unit).  Currencies: ISO codes, symbols
+and names (``CURRENCY_SYMBOLS``, ``DOLLAR_PREFIXES``, ``_name_currency``); plain ``$`` and plain
+"dollars" are USD; an ambiguous symbol or name (``¥``, ``kr``, "rupees", "francs") is a currency
+of its own (``"CNY/JPY"``) that only matches itself, unless a code next to it decides; a code and
+a symbol that disagree (``C$30 USD``) make a currency that matches nothing.  Multipliers (k,
+thousand, m, million, bn, billion, ...) scale the amount.  A range (``EUR 49-99``, ``€49 to €99``,
+``between $10 and $20``) is one price per end; a currency, multiplier or unit written once
+applies to every end.  Separators: with both "," and "." the later one is the decimal mark; space
+and apostrophe group thousands; several groups of three are thousands.  One separator followed
+by exactly three digits after a 1-3 digit number not starting with 0 ("1,299", "1.299") is read
+by the currency's convention where it has one (``DOT_DECIMAL``: "," groups thousands, "." marks
+decimals, so ``$1.299`` is 1.299); for other currencies (EUR, PLN, ...) it is read as thousands
+and marked *ambiguous*: it still equals an unambiguous approved 1299, but an approved price that
+is itself written ambiguously matches only the same digits and separator, so no reading the
+brief did not commit to can pass.  Units (``per user per month``, ``/month``, ``a year``,
+``monthly``) are a set of words (order-free, plurals and abbreviations folded).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from urllib.parse import urlsplit
 
-_URL_RE = re.compile(r"(?<![\w@.\-/])(?i:https?://|www\.)[^\s<>\"'`“”\u2018\u2019«»{}|\\^]{1,2000}")
+# -- URLs (issue 13 item 6) ----------------------------------------------------------------------
+
+# A documented TLD list: the reserved test names, common gTLDs and ccTLDs.  File extensions that
+# are also ccTLDs (md, py, rs, sh, so, ps, cc, ml, pm, tf) and the gTLDs zip and mov are left out
+# on purpose: "setup.py" is a file far more often than a Paraguayan host.
+TLDS = frozenset((
+    "example", "test", "invalid", "localhost",
+    "com", "org", "net", "edu", "gov", "mil", "int", "info", "biz", "name", "pro", "io", "co",
+    "ai", "app", "dev", "cloud", "tech", "online", "site", "xyz", "shop", "store", "blog",
+    "page", "news", "tv", "ly", "gg", "fm", "me", "to",
+    "eu", "uk", "de", "fr", "nl", "be", "ch", "at", "it", "es", "pt", "se", "dk", "fi", "ie",
+    "cz", "sk", "hu", "ro", "bg", "gr", "lt", "lv", "ee", "si", "hr", "lu", "is", "li", "mt",
+    "cy", "pl", "no", "us", "ca", "au", "nz", "jp", "cn", "in", "br", "mx", "ru", "ua", "za",
+    "sg", "hk", "tw", "kr", "il", "tr", "ar", "cl",
+))
+# TLDs that are also English words or file extensions: such a host counts only with a path.
+PATH_ONLY_TLDS = frozenset(("at", "be", "in", "is", "it", "no", "pl", "us", "ai", "co", "me",
+                            "to", "tv", "ly", "fm"))
+TRACKING_PARAMETERS = frozenset((
+    "gclid", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "yclid", "twclid", "igshid",
+    "mc_cid", "mc_eid", "_ga", "_gl", "_hsenc", "_hsmi", "mkt_tok", "srsltid"))
+
+_URL_CHAR = r"(?:[^\s<>\"'`“”\u2018\u2019«»{}|\\^\]]|\](?!\())"  # "](" ends a link's text
+_LABEL = r"[A-Za-z0-9][A-Za-z0-9-]{0,62}+"
+_TLD = "(?i:" + "|".join(sorted(TLDS, key=lambda t: (-len(t), t))) + ")"
+_URL_RE = re.compile(
+    rf"(?<![^\W_]|[@.\-/])(?P<scheme>(?i:https?://|www\.){_URL_CHAR}{{1,2000}})"
+    rf"|(?<![^\W_]|[@.\-/:%+=~#&?$])(?P<bare>(?:{_LABEL}\.)+(?P<tld>{_TLD})"
+    rf"(?![\w@-]|\.[^\W_])(?::\d{{1,5}})?(?P<path>/{_URL_CHAR}{{0,2000}})?)"
+)
 _TRAILING = ".,;:!?'\"*_"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-
-SYMBOLS = {"€": "EUR", "US$": "USD", "$": "USD", "£": "GBP", "¥": "JPY", "₹": "INR", "zł": "PLN"}
-CODES = ("EUR", "USD", "GBP", "PLN", "CHF", "JPY", "CAD", "AUD", "SEK", "NOK", "DKK", "CZK",
-         "INR", "CNY")
-_CODE = r"(?<![A-Za-z])(?:" + "|".join(CODES) + r")(?![A-Za-z])"
-_SYMBOL_BEFORE = r"US\$|[€$£¥₹]"
-_AMOUNT = (
-    r"(?<![\d.,])(?:\d{1,3}(?:,\d{3})+(?:\.\d{1,2})?|\d{1,3}(?:\.\d{3})+(?:,\d{1,2})?"
-    r"|\d{1,12}(?:[.,]\d{1,2})?)(?!\d)(?![.,]\d)"
-)
-_AMOUNT_SPACED = r"(?<![\d.,])\d{1,3}(?:[ ]\d{3})+(?:[.,]\d{1,2})?(?!\d)(?![.,]\d)"
-_CURRENCY_RE = re.compile(rf"[€$£¥₹]|zł|{_CODE}")
-_PRICE_RE = re.compile(
-    rf"(?P<pcur>{_SYMBOL_BEFORE}|{_CODE})[ ]?(?P<pamt>{_AMOUNT})"
-    rf"|(?P<samt>{_AMOUNT_SPACED}|{_AMOUNT})[ ]?(?P<scur>[€$£¥₹]|zł(?!\w)|{_CODE})"
-)
+_ESCAPE_RE = re.compile(r"%[0-9a-fA-F]{2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,21 +87,6 @@ class FoundUrl:
     raw: str
     span: tuple[int, int]
     canonical: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class FoundPrice:
-    """A price in a text: raw text, span, ISO currency code and amount."""
-
-    raw: str
-    span: tuple[int, int]
-    currency: str
-    amount: Decimal
-
-    @property
-    def canonical(self) -> tuple[str, Decimal]:
-        """(currency, amount); ``Decimal`` equality ignores trailing zeros."""
-        return (self.currency, self.amount)
 
 
 def _trim(url: str) -> str:
@@ -84,41 +101,76 @@ def _trim(url: str) -> str:
     return url
 
 
+def _upper_escapes(text: str) -> str:
+    return _ESCAPE_RE.sub(lambda m: m.group().upper(), text)
+
+
+def _canonical_query(query: str) -> str:
+    """Tracking parameters dropped, the rest ordered by name (stable: repeats keep order)."""
+    kept = [p for p in query.split("&") if p]
+    kept = [p for p in kept if not _is_tracking(p.split("=", 1)[0].lower())]
+    kept.sort(key=lambda p: p.split("=", 1)[0])
+    return "?" + _upper_escapes("&".join(kept)) if kept else ""
+
+
+def _is_tracking(name: str) -> bool:
+    return name.startswith("utm_") or name in TRACKING_PARAMETERS
+
+
 def canonical_url(raw: str) -> str:
-    """The canonical form of ``raw`` (see the module docstring).  Raises ValueError."""
+    """The canonical form of ``raw`` (see the module docstring).  Raises ValueError.
+
+    A scheme-less URL canonicalises to ``//host/path``; a scheme-less host without a path to
+    ``//host`` (it names a site, see ``url_matches``).
+    """
     bare = not raw.lower().startswith(("http://", "https://"))
     parts = urlsplit("//" + raw if bare else raw)
-    host = parts.hostname
+    host = (parts.hostname or "").rstrip(".")
     if not host:
         raise ValueError(f"URL has no host: {raw!r}")
     port = parts.port  # ValueError on a malformed port
     scheme = parts.scheme.lower()
-    if port is not None and _DEFAULT_PORTS.get(scheme) != port:
-        host_port = f"{host}:{port}"
-    else:
-        host_port = host
+    host_port = host if port is None or _DEFAULT_PORTS.get(scheme) == port else f"{host}:{port}"
     if ":" in host:
         host_port = f"[{host}]" + host_port[len(host):]
     user = ""
     if parts.username is not None:
         user = parts.username + (f":{parts.password}" if parts.password is not None else "") + "@"
-    query = f"?{parts.query}" if parts.query else ""
+    query = _canonical_query(parts.query)
+    if bare and not parts.path and not query:
+        return f"//{user}{host_port}"
+    path = _upper_escapes(parts.path).rstrip("/") or "/"
     lead = "//" if bare else f"{scheme}://"
-    return f"{lead}{user}{host_port}{parts.path or '/'}{query}"
+    return f"{lead}{user}{host_port}{path}{query}"
 
 
 def url_matches(canonical: str, approved: frozenset[str]) -> bool:
-    """True if ``canonical`` is approved; a scheme-less ``//host`` matches http or https."""
+    """True if ``canonical`` is approved.
+
+    A scheme-less ``//host/path`` matches it with http or https; a scheme-less ``//host`` (no
+    path) matches any approved URL on that host and port.
+    """
     if canonical.startswith("//"):
+        site = canonical[2:]
+        if "/" not in site:
+            return any(a.split("://", 1)[-1].split("/", 1)[0] == site for a in approved)
         return f"https:{canonical}" in approved or f"http:{canonical}" in approved
     return canonical in approved
 
 
 def find_urls(text: str) -> tuple[FoundUrl, ...]:
-    """Every http(s) URL and bare ``www.`` host in ``text``, in order.  Never raises."""
+    """Every URL in ``text`` (http(s), ``www.`` and bare hosts with a listed TLD), in order.
+
+    Never raises.
+    """
     found: list[FoundUrl] = []
     for m in _URL_RE.finditer(text):
         raw = _trim(m.group())
+        # issue 13 item 6: a bare host without a path is a host only when it cannot be a word,
+        # a product name ("ASP.NET") or a file name ("backup.pl")
+        if m.group("bare") is not None and "/" not in raw and (
+                raw != raw.lower() or m.group("tld").lower() in PATH_ONLY_TLDS):
+            continue
         if not raw:
             continue
         try:
@@ -129,42 +181,290 @@ def find_urls(text: str) -> tuple[FoundUrl, ...]:
     return tuple(found)
 
 
-def _amount(digits: str) -> Decimal:
-    s = digits.replace(" ", "")
+# -- prices (issue 13 item 5) --------------------------------------------------------------------
+
+CODES = ("EUR", "USD", "GBP", "PLN", "CHF", "JPY", "CNY", "RMB", "CAD", "AUD", "NZD", "HKD",
+         "SGD", "BRL", "MXN", "TWD", "SEK", "NOK", "DKK", "ISK", "CZK", "HUF", "RON", "BGN",
+         "INR", "KRW", "ZAR", "ILS")
+CURRENCY_SYMBOLS = {"€": "EUR", "£": "GBP", "¥": "CNY/JPY", "₹": "INR", "₩": "KRW", "₽": "RUB",
+                    "₺": "TRY", "₪": "ILS", "₱": "PHP", "zł": "PLN", "Kč": "CZK",
+                    "kr": "DKK/ISK/NOK/SEK", "kr.": "DKK/ISK/NOK/SEK", "$": "$"}
+# Letters written before "$"; any other prefix makes a dollar that matches nothing but itself.
+DOLLAR_PREFIXES = {"US": "USD", "C": "CAD", "CA": "CAD", "CAN": "CAD", "A": "AUD", "AU": "AUD",
+                   "NZ": "NZD", "HK": "HKD", "S": "SGD", "SG": "SGD", "R": "BRL", "MX": "MXN",
+                   "NT": "TWD"}
+_DOLLARS = frozenset({"USD", "CAD", "AUD", "NZD", "HKD", "SGD", "TWD", "MXN"})
+# Currencies whose prices are written with a decimal point and thousands commas everywhere.
+DOT_DECIMAL = frozenset({"USD", "GBP", "AUD", "NZD", "HKD", "SGD", "JPY", "CNY", "INR", "KRW",
+                         "MXN", "TWD", "ILS"})
+MULTIPLIERS = {"k": 10**3, "thousand": 10**3, "m": 10**6, "million": 10**6, "mn": 10**6,
+               "mln": 10**6, "mio": 10**6, "b": 10**9, "bn": 10**9, "billion": 10**9,
+               "mrd": 10**9}
+
+_CODE = r"(?<![A-Za-z])(?:" + "|".join(CODES) + r")(?![A-Za-z])"
+_SYMBOL = r"(?<![A-Za-z])[A-Za-z]{1,3}\$|\$|[€£¥₹₩₽₺₪₱]|(?<![A-Za-z])kr\.?"
+_NAME = (
+    r"(?i:(?:US|U\.S\.|American|Canadian|Australian|New[ ]Zealand|Hong[ ]Kong|Singapore|Taiwan"
+    r"|NT)[ ]dollars?|dollars?|euros?|(?:pounds?[ ])?sterling|(?:British|UK)[ ]pounds?"
+    r"|(?:Swiss[ ])?francs?|(?:Japanese[ ])?yen|(?:Chinese[ ])?yuan|renminbi"
+    r"|(?:Indian[ ])?rupees?|z[łl]ot(?:ys|y|ies|ych|e)|(?:(?:Swedish|Norwegian|Danish"
+    r"|Icelandic)[ ])?kron(?:or|a|er|e|ur)|(?:Brazilian[ ])?reais|Brazilian[ ]reals?"
+    r"|(?:Mexican[ ])?pesos?|(?:South[ ])?Korean[ ]won|(?:South[ ]African[ ])rand)(?![A-Za-z])"
+)
+_SUFFIX = rf"[€$£¥₹₩₽₺₪₱]|zł(?!\w)|Kč(?!\w)|(?<![A-Za-z])kr\.?(?![A-Za-z])|{_CODE}|{_NAME}"
+_AMOUNT = (
+    r"(?<![\d.,'\u2019])(?:\d{1,3}(?:,\d{3})+(?:\.\d{1,6})?|\d{1,3}(?:\.\d{3})+(?:,\d{1,6})?"
+    r"|\d{1,3}(?:['\u2019]\d{3})+(?:[.,]\d{1,6})?|\d{1,12}(?:[.,]\d{1,6})?)(?!\d)(?![.,]\d)"
+)
+_AMOUNT_SPACED = r"(?<![\d.,])\d{1,3}(?:[ ]\d{3})+(?:[.,]\d{1,2})?(?!\d)(?![.,]\d)"
+_MULT = r"(?:[ ]?(?i:thousand|million|billion|bn|mn|mln|mio|mrd)|[kKmMbB])(?![A-Za-z0-9])"
+_SEP = r"[ ]?-[ ]?|[ ](?:to|and)[ ]"
+_UNIT_PART = r"(?:[ ]?/[ ]?|[ ](?i:per|an|a|each|every)[ ])[A-Za-z][A-Za-z.]{0,15}"
+_ADVERB = r"(?i:monthly|yearly|annually|weekly|daily|p\.a\.)(?![A-Za-z])"
+
+
+def _prefix(n: int) -> str:
+    return rf"(?:(?P<code{n}>{_CODE})[ ]?(?P<sym{n}>{_SYMBOL})?|(?P<only{n}>{_SYMBOL}))"
+
+
+_PRICE_RE = re.compile(
+    rf"(?:{_prefix(1)}[ ]?(?P<a1>{_AMOUNT})(?P<m1>{_MULT})?"
+    rf"(?:(?P<sep1>{_SEP})(?:{_prefix(2)}[ ]?)?(?P<a2>{_AMOUNT})(?P<m2>{_MULT})?)?"
+    rf"(?:[ ]?(?P<tail>{_CODE}|{_NAME})(?![ ]?\d))?"
+    rf"|(?P<b1>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n1>{_MULT})?"
+    rf"(?:(?P<sep2>{_SEP})(?P<b2>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n2>{_MULT})?)?"
+    rf"[ ]?(?P<suffix>{_SUFFIX}))"
+    rf"(?P<unit>(?:{_UNIT_PART}){{0,4}}(?:[ ]{_ADVERB})?)"
+)
+_CODE_RE = re.compile(_CODE)
+_HINT_RE = re.compile(rf"[€$£¥₹₩₽₺₪₱]|zł|kr|Kč|{_CODE}|(?i:dollar|euro|sterling|franc|yen"
+                      r"|yuan|renminbi|rupee|z[łl]ot|kron|reai|real|peso|won|rand)")
+_UNIT_TOKEN_RE = re.compile(
+    r"(?:[ ]?(/)[ ]?|[ ](?i:(per|an|a|each|every))[ ])([A-Za-z][A-Za-z.]{0,15})|[ ](" + _ADVERB
+    + ")")
+_UNIT_WORDS = {
+    "hour": "hour", "hr": "hour", "h": "hour", "day": "day", "daily": "day", "week": "week",
+    "wk": "week", "weekly": "week", "month": "month", "mo": "month", "mth": "month",
+    "mon": "month", "monthly": "month", "quarter": "quarter", "qtr": "quarter", "year": "year",
+    "yr": "year", "y": "year", "annum": "year", "yearly": "year", "annually": "year",
+    "p.a.": "year", "hrs": "hour", "yrs": "year", "mos": "month", "mths": "month",
+    "wks": "week", "seat": "seat", "user": "user", "licence": "licence", "license": "licence",
+}
+# Words an article ("a month", "an hour", "each user") may introduce as a unit.
+_ARTICLE_UNITS = frozenset({"hour", "day", "week", "month", "quarter", "year", "seat", "user",
+                            "licence", "device", "endpoint", "member", "agent", "employee"})
+_NOT_UNITS = frozenset({"the", "a", "an", "our", "your", "their", "its", "this", "that", "cent",
+                        "se", "and", "or", "which", "what", "contract", "agreement", "invoice"})
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """A price: currency (ISO code, or a marked ambiguous one), amount, unit, and for an amount
+    whose separator is ambiguous, its digits as written (see the module docstring)."""
+
+    currency: str
+    amount: Decimal
+    unit: str | None = None
+    written: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FoundPrice:
+    """A price in a text: raw text, span, currency, amount, unit and ambiguous writing."""
+
+    raw: str
+    span: tuple[int, int]
+    currency: str
+    amount: Decimal
+    unit: str | None = None
+    written: str | None = None
+
+    @property
+    def canonical(self) -> tuple[str, Decimal]:
+        """(currency, amount); ``Decimal`` equality ignores trailing zeros."""
+        return (self.currency, self.amount)
+
+    @property
+    def price(self) -> Price:
+        """The price without its place in the text."""
+        return Price(self.currency, self.amount, self.unit, self.written)
+
+
+def _candidates(currency: str) -> frozenset[str]:
+    if currency == "$":
+        return _DOLLARS
+    return frozenset(re.split(r"[/+]", currency))
+
+
+def _combine(first: str | None, second: str | None) -> str | None:
+    """One currency from two tokens of one price ("CAD $30", "$30 CAD"); disagreement -> a
+    currency that matches nothing (issue 13 item 5: never a silent pick)."""
+    if first is None or second is None or first == second:
+        return first or second
+    both = _candidates(first) & _candidates(second)
+    return next(iter(both)) if len(both) == 1 else f"{first}|{second}"
+
+
+def _symbol_currency(symbol: str) -> str:
+    if symbol.endswith("$") and len(symbol) > 1:
+        prefix = symbol[:-1].upper()
+        return DOLLAR_PREFIXES.get(prefix, f"{prefix}$")
+    return CURRENCY_SYMBOLS.get(symbol, symbol)
+
+
+def _name_currency(name: str) -> str:
+    n = " ".join(name.lower().split())
+    if "dollar" in n:
+        qualifier = n.rpartition(" ")[0]
+        return {"": "$", "us": "USD", "u.s.": "USD", "american": "USD", "canadian": "CAD",
+                "australian": "AUD", "new zealand": "NZD", "hong kong": "HKD",
+                "singapore": "SGD", "taiwan": "TWD", "nt": "TWD"}[qualifier]
+    table = (("won", "KRW"), ("euro", "EUR"), ("sterling", "GBP"), ("pound", "GBP"),
+             ("swiss", "CHF"), ("franc", "CHF/XAF/XOF"), ("yen", "JPY"), ("yuan", "CNY"),
+             ("renminbi", "CNY"), ("indian", "INR"), ("rupee", "INR/LKR/NPR/PKR"),
+             ("swedish", "SEK"), ("norwegian", "NOK"), ("danish", "DKK"), ("icelandic", "ISK"),
+             ("kron", "DKK/ISK/NOK/SEK"), ("mexican", "MXN"), ("peso", "ARS/CLP/COP/MXN/PHP"),
+             ("rand", "ZAR"), ("ot", "PLN"), ("rea", "BRL"))
+    return next(code for key, code in table if key in n)
+
+
+def _token_currency(written: str | None) -> str | None:
+    if written is None:
+        return None
+    if _CODE_RE.fullmatch(written):
+        return {"RMB": "CNY"}.get(written, written)
+    if written.endswith("$") or written in CURRENCY_SYMBOLS:
+        return _symbol_currency(written)
+    return _name_currency(written)
+
+
+def _multiplier(text: str | None) -> int:
+    return MULTIPLIERS[text.strip().lower()] if text else 1
+
+
+def _amount(digits: str, currency: str) -> tuple[Decimal, bool]:
+    """The amount of ``digits`` and whether its one separator was ambiguous (module docstring)."""
+    s = digits.replace(" ", "").replace("'", "").replace("\u2019", "")
+    grouped = s != digits  # space or apostrophe already grouped the thousands
+    decimal_mark = ""
+    ambiguous = False
     if "," in s and "." in s:
         decimal_mark = "." if s.rfind(".") > s.rfind(",") else ","
     elif "," in s or "." in s:
         mark = "," if "," in s else "."
-        groups = s.split(mark)
-        decimal_mark = "" if len(groups) > 2 or len(groups[-1]) == 3 else mark
-    else:
-        decimal_mark = ""
-    thousands = {",", "."} - {decimal_mark}
-    for t in thousands:
+        head, *tail = s.split(mark)
+        if len(tail) == 1 and (grouped or len(tail[0]) != 3 or len(head) > 3 or head[0] == "0"):
+            decimal_mark = mark
+        elif len(tail) == 1 and _candidates(currency) <= DOT_DECIMAL:
+            decimal_mark = "." if mark == "." else ""
+        elif len(tail) == 1:
+            ambiguous = True
+    for t in {",", "."} - {decimal_mark}:
         s = s.replace(t, "")
-    return Decimal(s.replace(",", ".") if decimal_mark == "," else s)
+    return Decimal(s.replace(",", ".")), ambiguous
 
 
-def _currency(token: str) -> str:
-    return SYMBOLS.get(token, token)
+def _canonical_unit(token: str) -> str:
+    if token in _UNIT_WORDS:
+        return _UNIT_WORDS[token]
+    single = token[:-1] if token.endswith("s") and len(token) > 3 else token
+    return _UNIT_WORDS.get(single, single)
+
+
+def _unit(text: str) -> tuple[str | None, int]:
+    """The canonical unit written at the start of ``text`` and the length that is a unit."""
+    words: set[str] = set()
+    end = 0
+    for m in _UNIT_TOKEN_RE.finditer(text):
+        if m.start() != end:
+            break
+        _slash, article, word, adverb = m.groups()
+        lowered = (adverb or word).lower()
+        name = lowered if lowered.endswith("p.a.") else lowered.rstrip(".")
+        canonical = _canonical_unit(name)
+        if not adverb and (name in _NOT_UNITS or (
+                article and article.lower() != "per" and canonical not in _ARTICLE_UNITS)):
+            break
+        words.add(canonical)
+        end = m.end()
+    return ("/".join(sorted(words)) or None), end
+
+
+def _between(text: str, start: int) -> bool:
+    return text[max(0, start - 12):start].rstrip().lower().endswith("between")
+
+
+def _scan(text: str) -> list[tuple[FoundPrice, int, int]]:
+    """Every price with the extent (start, end) of the phrase it was read from."""
+    out: list[tuple[FoundPrice, int, int]] = []
+    for m in _PRICE_RE.finditer(text):
+        g = m.group
+        unit, unit_len = _unit(g("unit"))
+        end = m.start("unit") + unit_len
+        if g("a1") is not None:
+            first = _combine(_token_currency(g("code1")), _token_currency(g("sym1") or g("only1")))
+            own2 = _combine(_token_currency(g("code2")), _token_currency(g("sym2") or g("only2")))
+            tail = _token_currency(g("tail"))
+            ends = [(m.start(), "a1", "m1", first)]
+            if g("a2") is not None and (own2 or g("sep1").strip() != "and"
+                                        or _between(text, m.start())):
+                ends.append((m.start("code2") if g("code2") else m.start("only2")
+                             if g("only2") else m.start("a2"), "a2", "m2", own2 or first))
+        else:
+            tail = _token_currency(g("suffix"))
+            ends = [(m.start("b1"), "b1", "n1", None)]
+            if g("b2") is not None:
+                ends.append((m.start("b2"), "b2", "n2", None))
+                if g("sep2").strip() == "and" and not _between(text, m.start()):
+                    ends = ends[1:]
+        last_mult = g(ends[-1][2])
+        for i, (start, amount_group, mult_group, own) in enumerate(ends):
+            currency = _combine(own, tail) or "$"
+            currency = "USD" if currency == "$" else currency
+            mult_text = g(mult_group) or last_mult
+            digits = g(amount_group)
+            amount, ambiguous = _amount(digits, currency)
+            written = f"{digits.replace(' ', '')}*{_multiplier(mult_text)}" if ambiguous else None
+            last = i == len(ends) - 1
+            stop = (m.start("unit") if last else m.end(mult_group) if g(mult_group)
+                    else m.end(amount_group))
+            raw = text[start:stop].rstrip()
+            out.append((FoundPrice(raw, (start, start + len(raw)), currency,
+                                   amount * _multiplier(mult_text), unit, written),
+                        m.start(), end))
+    return out
 
 
 def find_prices(text: str) -> tuple[FoundPrice, ...]:
-    """Every price in ``text``, in order.  Never raises."""
-    if _CURRENCY_RE.search(text) is None:  # cheap pre-check: most drafts name no currency
+    """Every price in ``text``, in order, one per end of a range.  Never raises."""
+    if _HINT_RE.search(text) is None:  # cheap pre-check: most drafts name no currency
         return ()
-    found: list[FoundPrice] = []
-    for m in _PRICE_RE.finditer(text):
-        cur, amt = (m.group("pcur"), m.group("pamt")) if m.group("pcur") else (
-            m.group("scur"), m.group("samt"))
-        found.append(FoundPrice(m.group(), m.span(), _currency(cur), _amount(amt)))
-    return tuple(found)
+    return tuple(p for p, _, _ in _scan(text))
+
+
+def parse_evidence_price(text: str) -> Price:
+    """Parse a text that is exactly one price, maybe with a unit.  Raises ValueError."""
+    stripped = text.strip()
+    found = _scan(stripped)
+    if len(found) != 1 or found[0][1:] != (0, len(stripped)):
+        raise ValueError(f"not exactly one price: {text!r}")
+    return found[0][0].price
 
 
 def parse_price(text: str) -> tuple[str, Decimal]:
-    """Parse a text that is exactly one price, e.g. an evidence entry.  Raises ValueError."""
-    stripped = text.strip()
-    found = find_prices(stripped)
-    if len(found) != 1 or found[0].span != (0, len(stripped)):
-        raise ValueError(f"not exactly one price: {text!r}")
-    return found[0].canonical
+    """(currency, amount) of a text that is exactly one price.  Raises ValueError."""
+    p = parse_evidence_price(text)
+    return (p.currency, p.amount)
+
+
+def price_matches(found: FoundPrice | Price, approved: Iterable[Price]) -> bool:
+    """True if an approved price has the currency and amount of ``found`` and, when both write
+    a unit, the same unit (issue 13 item 5; an approved ambiguous amount needs the same digits).
+    """
+    for a in approved:
+        if a.currency != found.currency:
+            continue
+        same = found.written == a.written if a.written is not None else found.amount == a.amount
+        if same and (found.unit is None or a.unit is None or found.unit == a.unit):
+            return True
+    return False

@@ -32,7 +32,7 @@ from triz_ri_smart_ai_evaluator._safe_read import parse_json, parse_yaml
 from triz_ri_smart_ai_evaluator.errors import InputError
 
 from .citations import Citation, parse_citation
-from .evidence import canonical_url, parse_price
+from .evidence import Price, canonical_url, parse_evidence_price
 from .normalise import normalise
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -77,7 +77,7 @@ def _url(value: str) -> str:
 
 
 def _price(value: str) -> str:
-    parse_price(normalise(value).text)
+    parse_evidence_price(normalise(value).text)  # issue 13 item 5: a unit is allowed
     return value
 
 
@@ -106,12 +106,13 @@ class EvidenceEntry(_Frozen):
     url: Annotated[str, AfterValidator(_url)]
     prices: tuple[Annotated[str, AfterValidator(_price)], ...] = ()
     _canonical_url: str = PrivateAttr()
-    _canonical_prices: tuple[tuple[str, Decimal], ...] = PrivateAttr()
+    _approved_prices: tuple[Price, ...] = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
         """Keep the canonical URL and prices (the field validators have shown they parse)."""
         self._canonical_url = canonical_url(normalise(self.url).text.strip())
-        self._canonical_prices = tuple(parse_price(normalise(p).text) for p in self.prices)
+        self._approved_prices = tuple(parse_evidence_price(normalise(p).text)
+                                      for p in self.prices)
 
     @property
     def canonical_url(self) -> str:
@@ -121,7 +122,12 @@ class EvidenceEntry(_Frozen):
     @property
     def canonical_prices(self) -> tuple[tuple[str, Decimal], ...]:
         """The prices as (ISO currency, amount)."""
-        return self._canonical_prices
+        return tuple((p.currency, p.amount) for p in self._approved_prices)
+
+    @property
+    def approved_prices(self) -> tuple[Price, ...]:
+        """The prices with their units and ambiguous writings (see ``evidence``)."""
+        return self._approved_prices
 
 
 def _unique_ids(ids: list[str], name: str) -> None:

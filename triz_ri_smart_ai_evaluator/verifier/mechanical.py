@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from .citations import EU, ISO, Citation, FoundCitation, find_citations
-from .evidence import FoundPrice, FoundUrl, find_prices, find_urls, url_matches
+from .evidence import FoundPrice, FoundUrl, find_prices, find_urls, price_matches, url_matches
 from .injection import InjectionSignal, find_injections, fold_confusables
 from .inputs import Brief, Draft
 from .normalise import Normalised, normalise
@@ -499,16 +499,22 @@ def _check_urls(index: _BriefIndex, urls: Sequence[FoundUrl]
     return statuses, findings
 
 
-def _check_prices(index: _BriefIndex, prices: Sequence[FoundPrice]
+def _check_prices(index: _BriefIndex, brief: Brief, prices: Sequence[FoundPrice]
                   ) -> tuple[list[EvidenceStatus], list[Finding]]:
+    # issue 13 item 5: currency, amount (multiplier applied) and a written unit must all agree
+    # with one approved price; each end of a range is a price of its own
+    approved = [a for e in brief.evidence for a in e.approved_prices]
     statuses: list[EvidenceStatus] = []
     findings: list[Finding] = []
     for p in prices:
-        ok = p.canonical in index.prices
-        shown = f"{p.currency} {p.amount}"
+        ok = price_matches(p, approved)
+        shown = f"{p.currency} {p.amount}" + (f" per {p.unit}" if p.unit else "")
         statuses.append(EvidenceStatus("price", p.raw, p.span, shown, ok))
         if not ok:
+            units = sorted({a.unit or "" for a in approved if p.unit and a.unit
+                            and (a.currency, a.amount) == p.canonical})
             why = ("the run has no evidence set" if not index.prices and not index.urls
+                   else f"approved only per {' or per '.join(units)}" if units
                    else "not a price in the approved evidence set")
             findings.append(Finding("price_off_evidence", p.raw, p.span, f"{shown} is {why}"))
     return statuses, findings
@@ -541,7 +547,7 @@ def check_draft(brief: Brief, draft: Draft) -> MechanicalReport:
     found = find_citations(fold_confusables(masked), fallback=index.fallback)
     statuses, findings = _check_citations(text, index, found)
     url_status, url_findings = _check_urls(index, urls)
-    price_status, price_findings = _check_prices(index, find_prices(masked))
+    price_status, price_findings = _check_prices(index, brief, find_prices(masked))
     all_findings = findings + url_findings + price_findings
     all_findings.sort(key=lambda f: (f.span, f.kind))
     evidence = sorted(url_status + price_status, key=lambda e: e.span)
