@@ -39,13 +39,16 @@ def run_command(
     keys: KeysOpt = Path(".triz-eval/keys"),
     out_dir: Annotated[Path, typer.Option("--out", help="Where run folders are written.")] = (
         Path(".triz-eval/documents")),
+    source: Annotated[list[Path] | None, typer.Option(
+        "--source", help="A file for the executor only (an upload or a retrieved source; "
+        "repeatable). The verifier never sees it.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run planner, executor and verifier step by step; record every draft, verdict,
     re-render, caveat and halt in the ledger; write run.json and an HTML report.
 
     Exit 0 when the run finished, 3 when it halted or errored."""
-    loaded = load_task(task)
+    loaded = load_task(task, extra_sources=source or ())
     clients: dict[str, ChatClient] = {role: ChatClient(endpoint)
                                       for role, endpoint in loaded.endpoints.items()}
     models: dict[str, ChatModel] = dict(clients)

@@ -310,3 +310,83 @@ def test_an_omission_not_quoting_the_step_spec_is_unparseable_and_halts(
         assert [s.end.value for s in result.steps] == ["released", "halted"]
         assert result.halted is not None
         assert "step's content spec" in result.halted
+
+
+# -- the executor's sources (issue 13 item 8; seed 002: the executor reads uploads the verifier
+#    never sees) ----------------------------------------------------------------------------------
+
+SOURCE_TEXT = ("Signed quote Q-7731 from the tool vendor: the asset tool costs EUR 49.00 per "
+               "month for the whole organisation.")
+SOURCE_TEXT_2 = "Meeting note N-2204: the CISO owns the inventory process."
+
+
+def _everything_sent(double: ScriptedChatDouble) -> str:
+    return "\n".join(json.dumps(r.body, ensure_ascii=False) for r in double.requests)
+
+
+def test_sources_reach_the_executor_and_never_the_verifier(
+        tmp_path: Path, executor: ScriptedChatDouble, verifier: ScriptedChatDouble) -> None:
+    (tmp_path / "quote.txt").write_text(SOURCE_TEXT, "utf-8")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "meeting.md").write_text(SOURCE_TEXT_2, "utf-8")
+    executor.add(drafted(CLEAN_S1, []), drafted(INVENTED_S2, ["C1"]),
+                 drafted(CLEAN_S2, ["C1"]))
+    verifier.add(ReplyContent(PASS), ReplyContent(PASS), ReplyContent(PASS))
+    task = write_task(tmp_path, executor, verifier, sources=["quote.txt", "notes/meeting.md"])
+    result, db = run_in_process(task, tmp_path)
+    assert result.halted is None
+    assert len(executor.requests) == 3  # S1, S2 and S2's re-render
+    for request in executor.requests:
+        sent = json.dumps(request.body, ensure_ascii=False)
+        assert "Q-7731" in sent
+        assert "N-2204" in sent
+    assert len(verifier.requests) == 3
+    seen = _everything_sent(verifier)
+    assert "Q-7731" not in seen
+    assert "N-2204" not in seen
+    assert "quote.txt" not in seen
+    # What the executor was given is recorded for the audit, by digest.
+    store = open_sqlite_ledger(db, read_only=True)
+    try:
+        stored = [e.fields["data"]["what"] for e in store.attempt_events(result.attempt_id)
+                  if e.fields["kind"] == "evidence.stored"]
+    finally:
+        store.close()
+    assert stored.count("executor_source") == 2
+    verify_and_recompute(tmp_path)
+
+
+def test_cli_source_option_reaches_the_executor_only(
+        tmp_path: Path, executor: ScriptedChatDouble, verifier: ScriptedChatDouble) -> None:
+    source = tmp_path / "upload.md"
+    source.write_text(SOURCE_TEXT, "utf-8")
+    executor.add(drafted(CLEAN_S1, []), drafted(CLEAN_S2, ["C1"]))
+    verifier.add(ReplyContent(PASS), ReplyContent(PASS))
+    task = write_task(tmp_path, executor, verifier)
+    done = cli("document", "run", "--task", str(task), "--source", str(source),
+               "--db", str(tmp_path / "l.db"), "--keys", str(tmp_path / "k"),
+               "--out", str(tmp_path / "out"), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert all("Q-7731" in json.dumps(r.body) for r in executor.requests)
+    assert "Q-7731" not in _everything_sent(verifier)
+
+
+@pytest.mark.parametrize(("name", "content", "needle"), [
+    ("missing.txt", None, "cannot read"),
+    ("binary.txt", b"\xff\xfe\x00", "not valid UTF-8"),
+    ("big.txt", b"x" * (2 * 1024 * 1024 + 1), "more than the limit"),
+])
+def test_a_bad_source_is_one_line_and_exit_2(
+        tmp_path: Path, executor: ScriptedChatDouble, verifier: ScriptedChatDouble,
+        name: str, content: bytes | None, needle: str) -> None:
+    if content is not None:
+        (tmp_path / name).write_bytes(content)
+    task = write_task(tmp_path, executor, verifier, sources=[name])
+    done = cli("document", "run", "--task", str(task), "--db", str(tmp_path / "l.db"),
+               "--keys", str(tmp_path / "k"), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert name in lines[0]
+    assert needle in lines[0]
+    assert executor.requests == []

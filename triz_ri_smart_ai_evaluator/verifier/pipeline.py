@@ -3,6 +3,7 @@
 One run is one attempt of the task class ``document_step_faithfulness``:
 
 1. ``attempt.initiated`` with the task file's digest, before any role is called (spec 10.4);
+   the executor's sources (issue 13 item 8) stored as evidence, for the executor's eyes only;
 2. the brief (from the task file, or from the planner with the task's own closed citation set
    and evidence set) stored as evidence;
 3. each step rendered by the executor and taken through :class:`~.gate.VerifierGate`; every
@@ -36,15 +37,17 @@ from ..signal.inputs import AttemptInputs, ItemState, Measurement, SelfCheckStat
 from ..signal.result import Signal
 from .client import ChatModel, Endpoint
 from .gate import GateIssue, Inspection, StepEnd, StepResult, VerifierGate, draft_of
-from .inputs import Brief, Step, load_brief
+from .inputs import Brief, Step, _read_text, load_brief
 from .mechanical import MechanicalReport, check_draft
-from .roles import Executor, Rendered, plan
+from .roles import Executor, Rendered, Source, plan
 
 TASK_CLASS = "document_step_faithfulness"
 GATE_VERSION = "verifier-gate/1"
 TASK_FORMAT = "triz-document-task/1"
 ACTOR = "verifier-gate"
 MAX_TASK_BYTES = 2 * 1024 * 1024
+#: Most source files one task may give the executor.
+MAX_SOURCES = 32
 
 Progress = Callable[[str, int, int], None]
 
@@ -71,6 +74,9 @@ class DocumentTask(BaseModel):
     brief: str | None = None  # a brief file, relative to the task file; skips the planner
     citations: tuple[dict[str, Any], ...] = ()
     evidence: tuple[dict[str, Any], ...] = ()
+    # Files for the executor only (uploads, retrieved sources), relative to the task file; the
+    # verifier never sees them (seed 002: it judges faithfulness to the brief, not grounding).
+    sources: tuple[str, ...] = ()
     roles: _Roles
 
 
@@ -82,10 +88,20 @@ class LoadedTask:
     task: DocumentTask
     brief: Brief | None
     endpoints: dict[str, Endpoint]
+    sources: tuple[Source, ...] = ()
 
 
-def load_task(path: Path) -> LoadedTask:
-    """Read and validate a task file.  Raises InputError naming the file and the field."""
+def load_sources(paths: Sequence[Path]) -> tuple[Source, ...]:
+    """Read the executor's source files (UTF-8 text, each at most 2 MiB).  Raises InputError
+    naming the file."""
+    if len(paths) > MAX_SOURCES:
+        raise InputError(f"{len(paths)} sources, more than the limit of {MAX_SOURCES}")
+    return tuple(Source(p.name, _read_text(p)) for p in paths)
+
+
+def load_task(path: Path, *, extra_sources: Sequence[Path] = ()) -> LoadedTask:
+    """Read and validate a task file; ``extra_sources`` are more files for the executor (the
+    ``--source`` option).  Raises InputError naming the file and the field."""
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -117,7 +133,9 @@ def load_task(path: Path) -> LoadedTask:
         brief = load_brief(path.parent / task.brief)
     elif "planner" not in endpoints:
         raise InputError(f"{path}: give either a brief or a roles.planner endpoint")
-    return LoadedTask(path, data, hashlib.sha256(data).hexdigest(), task, brief, endpoints)
+    sources = load_sources([path.parent / s for s in task.sources] + list(extra_sources))
+    return LoadedTask(path, data, hashlib.sha256(data).hexdigest(), task, brief, endpoints,
+                      sources)
 
 
 def _now() -> datetime:
@@ -192,6 +210,8 @@ def run_document(loaded: LoadedTask, store: LedgerStore, models: Mapping[str, Ch
                       verifier_version=GATE_VERSION, artefact_sha256=loaded.digest)
     journal = LedgerJournal(store, attempt_id)
     journal.store("task", loaded.data)
+    for source in loaded.sources:
+        journal.store("executor_source", source.text.encode("utf-8"))
     progress("planning", 0, 1)
     try:
         brief = loaded.brief or plan(models["planner"], task=loaded.task.task,
@@ -202,7 +222,8 @@ def run_document(loaded: LoadedTask, store: LedgerStore, models: Mapping[str, Ch
     journal.store("brief", json.dumps(brief.model_dump(mode="json"), ensure_ascii=False,
                                       indent=2).encode("utf-8"))
     gate = VerifierGate(brief, model=models["verifier"], journal=journal)
-    executor = Executor(models["executor"], brief)
+    # The gate gets the brief only; the sources go to the executor (issue 13 item 8).
+    executor = Executor(models["executor"], brief, sources=loaded.sources)
     results: list[StepResult] = []
     used: dict[str, tuple[str, ...] | None] = {}
     halted = None
