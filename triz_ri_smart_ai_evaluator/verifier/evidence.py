@@ -439,13 +439,13 @@ def _between(text: str, start: int) -> bool:
 def _matches(text: str) -> Iterator[re.Match[str]]:
     """``_PRICE_RE.finditer(text)``, tried only where a price can start: a currency token (with
     the letters of "C$"/"NZ$" before a "$") or the first digit of a number (benchmark speed)."""
-    starts = {m.start() for m in _DIGITS_RE.finditer(text)}
-    for m in _CURRENCY_START_RE.finditer(text):
-        start = m.start()
+    starts = {d.start() for d in _DIGITS_RE.finditer(text)}
+    for c in _CURRENCY_START_RE.finditer(text):
+        start = c.start()
         starts.add(start)
-        if m.group() == "$":
+        if c.group() == "$":
             back = start
-            while back > start - 3 and back > 0 and text[back - 1].isascii() \
+            while back > max(0, start - 3) and text[back - 1].isascii() \
                     and text[back - 1].isalpha():
                 back -= 1
             starts.add(back)
