@@ -1,7 +1,8 @@
 """``triz-eval document ...``: the blind verifier gate of seed 002 (issue 5).
 
 ``run`` takes a task through planner, executor and gate into the ledger; ``verify`` checks one
-draft against a brief (the mechanical layer always, the model layer when an endpoint is given).
+draft against a brief (the mechanical layer always, the model layer when an endpoint is given);
+``calibrate`` measures the model layer on a labelled corpus (issue 13, seed 002 checklist 4).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rich.table import Table
 from ._io import read_document
 from .cli_pilot import DbOpt, JsonOpt, KeysOpt, open_ledger, progress_bar
 from .errors import ExternalError, InputError
+from .verifier.calibrate import Confusion, calibrate, load_corpus, report_json
 from .verifier.client import ChatClient, ChatModel, Endpoint
 from .verifier.gate import Inspection, VerifierGate, mechanical_issues
 from .verifier.inputs import load_brief, load_draft
@@ -174,3 +176,51 @@ def _print_verify(report: MechanicalReport, inspection: Inspection | None, as_js
     passed = report.passed if inspection is None else inspection.passed
     layer = "" if inspection is not None else " (mechanical layer only: no --verifier)"
     out.print(("[green]PASS[/]" if passed else "[red]FAIL[/]") + layer, highlight=False)
+
+
+@document_app.command("calibrate")
+def calibrate_command(
+    corpus: Annotated[Path, typer.Option("--corpus", "-c", help="Labelled corpus (JSON Lines: "
+                                         "brief, step, draft, expected pass|fail).")],
+    verifier: Annotated[Path | None, typer.Option(
+        "--verifier", help="Endpoint file (YAML/JSON: base_url, model, api_key_env, ...) of "
+        "the verifier model, as for document verify.")] = None,
+    task: Annotated[Path | None, typer.Option(
+        "--task", "-t", help="A document run task file: its roles.verifier endpoint is "
+        "used.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the verifier model on every labelled draft and print the confusion table
+    (positive class: fail): TP, FP, TN, FN, precision, recall, the false-positive share, and
+    the drafts with no verdict after the one retry.  Exit 0 with the table, 2 for bad input."""
+    rows = load_corpus(corpus)
+    if task is not None and verifier is None:
+        endpoint = load_task(task).endpoints["verifier"]
+    elif verifier is not None and task is None:
+        endpoint = Endpoint.from_mapping(_mapping(verifier))
+    else:
+        raise InputError("give exactly one of --verifier ENDPOINT and --task TASK")
+    bar, update = progress_bar(err)
+    with ChatClient(endpoint) as client, bar:
+        table, outcomes = calibrate(client, rows,
+                                    progress=lambda done, total: update("drafts", done, total))
+    if as_json:
+        sys.stdout.write(report_json(table, outcomes) + "\n")
+        return
+    _print_confusion(table, len(outcomes))
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _print_confusion(table: Confusion, drafts: int) -> None:
+    grid = Table(title=f"Verifier calibration over {drafts} labelled drafts (positive: fail)")
+    for col in ("", "verdict fail", "verdict pass"):
+        grid.add_column(col)
+    grid.add_row("expected fail", f"TP {table.tp}", f"FN {table.fn}")
+    grid.add_row("expected pass", f"FP {table.fp}", f"TN {table.tn}")
+    out.print(grid)
+    out.print(f"precision = {_share(table.precision)}  recall = {_share(table.recall)}  "
+              f"false-positive share = {_share(table.false_positive_share)}", highlight=False)
+    out.print(f"unparseable = {table.unparseable}  crashed = {table.crashed}", highlight=False)
