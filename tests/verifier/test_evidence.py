@@ -304,3 +304,31 @@ def test_url_matching(draft: str, ok: bool):
     (u,) = find_urls(f"Source: {draft}.")
     assert u.canonical is not None
     assert url_matches(u.canonical, approved) is ok
+
+
+@pytest.mark.parametrize(("text", "currency", "amount"), [
+    ("R$ 6 575,00", "BRL", "6575.00"), ("€1 299,99", "EUR", "1299.99"), ("30 C$", "CAD", "30"),
+    ("30 $", "USD", "30"), ("49 €/month", "EUR", "49"),
+])
+def test_more_writings_of_a_price(text: str, currency: str, amount: str):
+    """Issue 13 item 5: spaced thousands after a symbol need decimals ("€49 100 users" is 49)."""
+    (p,) = find_prices(f"Plans cost {text} today.")
+    assert p.canonical == (currency, Decimal(amount))
+
+
+def test_rupees_without_a_country_are_ambiguous():
+    (p,) = find_prices("Rs. 500")
+    assert p.amount == 500
+    assert p.currency not in {"INR", "PKR"}
+
+
+@pytest.mark.parametrize(("text", "raw"), [
+    ("get ftp://evil.example/tool now", "ftp://evil.example/tool"),
+    ("~~https://a.example/x~~", "https://a.example/x"),
+])
+def test_other_schemes_and_strikethrough(text: str, raw: str):
+    """Issue 13 item 6: a URL of another scheme is read (and never on evidence)."""
+    (u,) = find_urls(text)
+    assert u.raw == raw
+    assert u.canonical is not None
+    assert not url_matches(u.canonical, frozenset({"https://evil.example/tool"}))

@@ -79,7 +79,8 @@ _LABEL_RE = re.compile(_LABEL)
 _AFTER_HOST_RE = re.compile(rf"(?::\d{{1,5}})?(?:/{_URL_CHAR}{{0,2000}})?")
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.")
 _NOT_BEFORE_HOST = frozenset("@/:%+=~#&?$")
-_TRAILING = ".,;:!?'\"*_"
+_OTHER_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}://\Z")
+_TRAILING = ".,;:!?'\"*_~"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _ESCAPE_RE = re.compile(r"%[0-9a-fA-F]{2}")
 
@@ -179,10 +180,14 @@ def _bare_hosts(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, str,
         start = dot
         while start > floor and text[start - 1] in _HOST_CHARS:
             start -= 1
-        before = text[start - 1] if start else " "
         host = text[start:m.end()]
-        if before.isalnum() or before in _NOT_BEFORE_HOST or not all(
-                _LABEL_RE.fullmatch(label) for label in host.split(".")):
+        if not all(_LABEL_RE.fullmatch(label) for label in host.split(".")):
+            continue
+        scheme = _OTHER_SCHEME_RE.search(text, max(0, start - 24), start)
+        if scheme is not None:  # issue 13 item 6: ftp://, file://, ... are URLs too
+            start = scheme.start()
+        before = text[start - 1] if start else " "
+        if before.isalnum() or (scheme is None and before in _NOT_BEFORE_HOST):
             continue
         tail = _AFTER_HOST_RE.match(text, m.end())
         end = tail.end() if tail else m.end()
@@ -224,7 +229,8 @@ CODES = ("EUR", "USD", "GBP", "PLN", "CHF", "JPY", "CNY", "RMB", "CAD", "AUD", "
          "INR", "KRW", "ZAR", "ILS")
 CURRENCY_SYMBOLS = {"€": "EUR", "£": "GBP", "¥": "CNY/JPY", "₹": "INR", "₩": "KRW", "₽": "RUB",
                     "₺": "TRY", "₪": "ILS", "₱": "PHP", "zł": "PLN", "Kč": "CZK",
-                    "kr": "DKK/ISK/NOK/SEK", "kr.": "DKK/ISK/NOK/SEK", "$": "$"}
+                    "kr": "DKK/ISK/NOK/SEK", "kr.": "DKK/ISK/NOK/SEK", "$": "$",
+                    "Rs": "INR/LKR/NPR/PKR", "Rs.": "INR/LKR/NPR/PKR"}
 # Letters written before "$"; any other prefix makes a dollar that matches nothing but itself.
 DOLLAR_PREFIXES = {"US": "USD", "C": "CAD", "CA": "CAD", "CAN": "CAD", "A": "AUD", "AU": "AUD",
                    "NZ": "NZD", "HK": "HKD", "S": "SGD", "SG": "SGD", "R": "BRL", "MX": "MXN",
@@ -238,7 +244,7 @@ MULTIPLIERS = {"k": 10**3, "thousand": 10**3, "m": 10**6, "million": 10**6, "mn"
                "mrd": 10**9}
 
 _CODE = r"(?<![A-Za-z])(?:" + "|".join(CODES) + r")(?![A-Za-z])"
-_SYMBOL = r"(?<![A-Za-z])[A-Za-z]{1,3}\$|\$|[€£¥₹₩₽₺₪₱]|(?<![A-Za-z])kr\.?"
+_SYMBOL = r"(?<![A-Za-z])[A-Za-z]{1,3}\$|\$|[€£¥₹₩₽₺₪₱]|(?<![A-Za-z])(?:kr|Rs)\.?"
 _NAME = (
     r"(?i:(?:US|U\.S\.|American|Canadian|Australian|New[ ]Zealand|Hong[ ]Kong|Singapore|Taiwan"
     r"|NT)[ ]dollars?|dollars?|euros?|(?:pounds?[ ])?sterling|(?:British|UK)[ ]pounds?"
@@ -247,12 +253,15 @@ _NAME = (
     r"|Icelandic)[ ])?kron(?:or|a|er|e|ur)|(?:Brazilian[ ])?reais|Brazilian[ ]reals?"
     r"|(?:Mexican[ ])?pesos?|(?:South[ ])?Korean[ ]won|(?:South[ ]African[ ])rand)(?![A-Za-z])"
 )
-_SUFFIX = rf"[€$£¥₹₩₽₺₪₱]|zł(?!\w)|Kč(?!\w)|(?<![A-Za-z])kr\.?(?![A-Za-z])|{_CODE}|{_NAME}"
+_SUFFIX = (rf"(?<![A-Za-z])[A-Z]{{1,3}}\$|[€$£¥₹₩₽₺₪₱]|zł(?!\w)|Kč(?!\w)"
+           rf"|(?<![A-Za-z])kr\.?(?![A-Za-z])|{_CODE}|{_NAME}")
 _AMOUNT = (
     r"(?<![\d.,'\u2019])(?:\d{1,3}(?:,\d{3})+(?:\.\d{1,6})?|\d{1,3}(?:\.\d{3})+(?:,\d{1,6})?"
     r"|\d{1,3}(?:['\u2019]\d{3})+(?:[.,]\d{1,6})?|\d{1,12}(?:[.,]\d{1,6})?)(?!\d)(?![.,]\d)"
 )
 _AMOUNT_SPACED = r"(?<![\d.,])\d{1,3}(?:[ ]\d{3})+(?:[.,]\d{1,2})?(?!\d)(?![.,]\d)"
+# After a currency, space-grouped thousands need decimals: "€49 100 users" is 49 for 100 users.
+_AMOUNT_SPACED_DECIMALS = r"(?<![\d.,])\d{1,3}(?:[ ]\d{3})+[.,]\d{1,2}(?!\d)(?![.,]\d)"
 _MULT = r"(?:[ ]?(?i:thousand|million|billion|bn|mn|mln|mio|mrd)|[kKmMbB])(?![A-Za-z0-9])"
 _SEP = r"[ ]?-[ ]?|[ ](?:to|and)[ ]"
 _UNIT_PART = r"(?:[ ]?/[ ]?|[ ](?i:per|an|a|each|every)[ ])[A-Za-z][A-Za-z.]{0,15}"
@@ -264,8 +273,9 @@ def _prefix(n: int) -> str:
 
 
 _PRICE_RE = re.compile(
-    rf"(?:{_prefix(1)}[ ]?(?P<a1>{_AMOUNT})(?P<m1>{_MULT})?"
-    rf"(?:(?P<sep1>{_SEP})(?:{_prefix(2)}[ ]?)?(?P<a2>{_AMOUNT})(?P<m2>{_MULT})?)?"
+    rf"(?:{_prefix(1)}[ ]?(?P<a1>{_AMOUNT_SPACED_DECIMALS}|{_AMOUNT})(?P<m1>{_MULT})?"
+    rf"(?:(?P<sep1>{_SEP})(?:{_prefix(2)}[ ]?)?(?P<a2>{_AMOUNT_SPACED_DECIMALS}|{_AMOUNT})"
+    rf"(?P<m2>{_MULT})?)?"
     rf"(?:[ ]?(?P<tail>{_CODE}|{_NAME})(?![ ]?\d))?"
     rf"|(?P<b1>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n1>{_MULT})?"
     rf"(?:(?P<sep2>{_SEP})(?P<b2>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n2>{_MULT})?)?"
@@ -275,9 +285,9 @@ _PRICE_RE = re.compile(
 _CODE_RE = re.compile(_CODE)
 _DIGITS_RE = re.compile(r"\d+")
 _CURRENCY_START_RE = re.compile("|".join(["€", "\\$", "£", "¥", "₹", "₩", "₽", "₺", "₪", "₱", "kr",
-                                          *CODES]))
+                                          "Rs", *CODES]))
 # Cheap pre-checks (literal alternatives, so the engine skips ahead): most drafts name no money.
-_HINT_CASED_RE = re.compile("|".join(CODES))
+_HINT_CASED_RE = re.compile("|".join([*CODES, "Rs"]))
 _HINT_LOWER_RE = re.compile(
     "€|\\$|£|¥|₹|₩|₽|₺|₪|₱|zł|kr|kč|dollar|euro|sterling|pound|franc|yen|yuan|renminbi|rupee"
     "|zlot|złot|kron|reais|brazilian|peso|korean|african")
