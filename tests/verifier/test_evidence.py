@@ -332,3 +332,18 @@ def test_other_schemes_and_strikethrough(text: str, raw: str):
     assert u.raw == raw
     assert u.canonical is not None
     assert not url_matches(u.canonical, frozenset({"https://evil.example/tool"}))
+
+
+@pytest.mark.parametrize("text", [
+    "1 000 " * 20000 + " x EUR", "1 " * 50000 + "EUR", "1,000" * 20000 + " EUR",
+    "€1 per a " * 10000, "a.de." * 20000, "[https://a.example/x](" * 5000, "ABC$" * 25000,
+    "between $1 and " * 8000, "ftp://" * 15000 + "a.example",
+])
+def test_extraction_stays_linear_on_hostile_input(text: str):
+    """Issue 13 items 5-6: the regexes stay linear (a 100k-character draft in well under 5 s)."""
+    import time
+
+    start = time.perf_counter()
+    find_prices(text)
+    find_urls(text)
+    assert time.perf_counter() - start < 5

@@ -370,14 +370,14 @@ def _name_currency(name: str) -> str:
         qualifier = n.rpartition(" ")[0]
         return {"": "$", "us": "USD", "u.s.": "USD", "american": "USD", "canadian": "CAD",
                 "australian": "AUD", "new zealand": "NZD", "hong kong": "HKD",
-                "singapore": "SGD", "taiwan": "TWD", "nt": "TWD"}[qualifier]
+                "singapore": "SGD", "taiwan": "TWD", "nt": "TWD"}.get(qualifier, n)
     table = (("won", "KRW"), ("euro", "EUR"), ("sterling", "GBP"), ("pound", "GBP"),
              ("swiss", "CHF"), ("franc", "CHF/XAF/XOF"), ("yen", "JPY"), ("yuan", "CNY"),
              ("renminbi", "CNY"), ("indian", "INR"), ("rupee", "INR/LKR/NPR/PKR"),
              ("swedish", "SEK"), ("norwegian", "NOK"), ("danish", "DKK"), ("icelandic", "ISK"),
              ("kron", "DKK/ISK/NOK/SEK"), ("mexican", "MXN"), ("peso", "ARS/CLP/COP/MXN/PHP"),
              ("rand", "ZAR"), ("ot", "PLN"), ("rea", "BRL"))
-    return next(code for key, code in table if key in n)
+    return next((code for key, code in table if key in n), n)  # unknown: matches only itself
 
 
 def _token_currency(written: str | None) -> str | None:
