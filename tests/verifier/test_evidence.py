@@ -202,6 +202,7 @@ def test_an_ambiguous_euro_amount_remembers_how_it_was_written():
     ("€5 per seat/year", "seat/year"), ("€5 per seat per annum", "seat/year"),
     ("EUR 49 a month", "month"), ("$10/mo.", "month"), ("€49 monthly", "month"),
     ("€49 per month per user", "month/user"), ("€49/user/month", "month/user"),
+    ("€49 monthly per user", "month/user"),
     ("€49 per the contract", None), ("€49 a lot", None),
 ])
 def test_units_after_a_price(text: str, unit: str | None):

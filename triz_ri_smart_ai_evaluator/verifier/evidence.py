@@ -237,8 +237,8 @@ DOLLAR_PREFIXES = {"US": "USD", "C": "CAD", "CA": "CAD", "CAN": "CAD", "A": "AUD
                    "NT": "TWD"}
 _DOLLARS = frozenset({"USD", "CAD", "AUD", "NZD", "HKD", "SGD", "TWD", "MXN"})
 # Currencies whose prices are written with a decimal point and thousands commas everywhere.
-DOT_DECIMAL = frozenset({"USD", "GBP", "AUD", "NZD", "HKD", "SGD", "JPY", "CNY", "INR", "KRW",
-                         "MXN", "TWD", "ILS"})
+DOT_DECIMAL = frozenset({"USD", "GBP", "CAD", "AUD", "NZD", "HKD", "SGD", "JPY", "CNY", "INR",
+                         "KRW", "MXN", "TWD", "ILS"})
 MULTIPLIERS = {"k": 10**3, "thousand": 10**3, "m": 10**6, "million": 10**6, "mn": 10**6,
                "mln": 10**6, "mio": 10**6, "b": 10**9, "bn": 10**9, "billion": 10**9,
                "mrd": 10**9}
@@ -280,7 +280,7 @@ _PRICE_RE = re.compile(
     rf"|(?P<b1>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n1>{_MULT})?"
     rf"(?:(?P<sep2>{_SEP})(?P<b2>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n2>{_MULT})?)?"
     rf"[ ]?(?P<suffix>{_SUFFIX}))"
-    rf"(?P<unit>(?:{_UNIT_PART}){{0,4}}(?:[ ]{_ADVERB})?)"
+    rf"(?P<unit>(?:{_UNIT_PART}|[ ]{_ADVERB}){{0,4}})"
 )
 _CODE_RE = re.compile(_CODE)
 _DIGITS_RE = re.compile(r"\d+")
