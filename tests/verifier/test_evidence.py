@@ -176,7 +176,11 @@ def test_every_end_of_a_range_is_a_price(text: str, ends: list[str]):
 
 
 def test_and_without_between_does_not_make_a_range():
-    assert [p.amount for p in find_prices("€49 and 3 users")] == [Decimal(49)]
+    """Issue 13 item 5: "and" joins a range only after "between", and hides no price."""
+    assert [p.raw for p in find_prices("€49 and 3 users")] == ["€49"]
+    assert [p.canonical for p in find_prices("€49 and 20 USD")] == [
+        ("EUR", Decimal(49)), ("USD", Decimal(20))]
+    assert [p.raw for p in find_prices("5 $49")] == ["$49"]
 
 
 @pytest.mark.parametrize(("text", "amount"), [

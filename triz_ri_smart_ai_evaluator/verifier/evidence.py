@@ -253,7 +253,7 @@ _NAME = (
     r"|Icelandic)[ ])?kron(?:or|a|er|e|ur)|(?:Brazilian[ ])?reais|Brazilian[ ]reals?"
     r"|(?:Mexican[ ])?pesos?|(?:South[ ])?Korean[ ]won|(?:South[ ]African[ ])rand)(?![A-Za-z])"
 )
-_SUFFIX = (rf"(?<![A-Za-z])[A-Z]{{1,3}}\$|[€$£¥₹₩₽₺₪₱]|zł(?!\w)|Kč(?!\w)"
+_SUFFIX = (rf"(?:(?<![A-Za-z])[A-Z]{{1,3}}\$|[€$£¥₹₩₽₺₪₱])(?![ ]?\d)|zł(?!\w)|Kč(?!\w)"
            rf"|(?<![A-Za-z])kr\.?(?![A-Za-z])|{_CODE}|{_NAME}")
 _AMOUNT = (
     r"(?<![\d.,'\u2019])(?:\d{1,3}(?:,\d{3})+(?:\.\d{1,6})?|\d{1,3}(?:\.\d{3})+(?:,\d{1,6})?"
@@ -263,7 +263,6 @@ _AMOUNT_SPACED = r"(?<![\d.,])\d{1,3}(?:[ ]\d{3})+(?:[.,]\d{1,2})?(?!\d)(?![.,]\
 # After a currency, space-grouped thousands need decimals: "€49 100 users" is 49 for 100 users.
 _AMOUNT_SPACED_DECIMALS = r"(?<![\d.,])\d{1,3}(?:[ ]\d{3})+[.,]\d{1,2}(?!\d)(?![.,]\d)"
 _MULT = r"(?:[ ]?(?i:thousand|million|billion|bn|mn|mln|mio|mrd)|[kKmMbB])(?![A-Za-z0-9])"
-_SEP = r"[ ]?-[ ]?|[ ](?:to|and)[ ]"
 _UNIT_PART = r"(?:[ ]?/[ ]?|[ ](?i:per|an|a|each|every)[ ])[A-Za-z][A-Za-z.]{0,15}"
 _ADVERB = r"(?i:monthly|yearly|annually|weekly|daily|p\.a\.)(?![A-Za-z])"
 
@@ -272,13 +271,23 @@ def _prefix(n: int) -> str:
     return rf"(?:(?P<code{n}>{_CODE})[ ]?(?P<sym{n}>{_SYMBOL})?|(?P<only{n}>{_SYMBOL}))"
 
 
+def _between(n: int) -> str:
+    """An empty group set when the price follows "between " (fixed-width lookbehind)."""
+    return rf"(?:(?<=[Bb]etween[ ])(?P<between{n}>))?"
+
+
+def _sep(n: int) -> str:
+    """A range separator; "and" only after "between" ("€49 and 3 users" is one price)."""
+    return rf"[ ]?-[ ]?|[ ]to[ ]|[ ]and[ ](?(between{n})|(?!))"
+
+
 _PRICE_RE = re.compile(
-    rf"(?:{_prefix(1)}[ ]?(?P<a1>{_AMOUNT_SPACED_DECIMALS}|{_AMOUNT})(?P<m1>{_MULT})?"
-    rf"(?:(?P<sep1>{_SEP})(?:{_prefix(2)}[ ]?)?(?P<a2>{_AMOUNT_SPACED_DECIMALS}|{_AMOUNT})"
+    rf"(?:{_between(1)}{_prefix(1)}[ ]?(?P<a1>{_AMOUNT_SPACED_DECIMALS}|{_AMOUNT})(?P<m1>{_MULT})?"
+    rf"(?:(?:{_sep(1)})(?:{_prefix(2)}[ ]?)?(?P<a2>{_AMOUNT_SPACED_DECIMALS}|{_AMOUNT})"
     rf"(?P<m2>{_MULT})?)?"
     rf"(?:[ ]?(?P<tail>{_CODE}|{_NAME})(?![ ]?\d))?"
-    rf"|(?P<b1>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n1>{_MULT})?"
-    rf"(?:(?P<sep2>{_SEP})(?P<b2>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n2>{_MULT})?)?"
+    rf"|{_between(2)}(?P<b1>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n1>{_MULT})?"
+    rf"(?:(?:{_sep(2)})(?P<b2>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n2>{_MULT})?)?"
     rf"[ ]?(?P<suffix>{_SUFFIX}))"
     rf"(?P<unit>(?:{_UNIT_PART}|[ ]{_ADVERB}){{0,4}})"
 )
@@ -345,7 +354,7 @@ class FoundPrice:
 def _candidates(currency: str) -> frozenset[str]:
     if currency == "$":
         return _DOLLARS
-    return frozenset(re.split(r"[/+]", currency))
+    return frozenset(currency.split("/"))
 
 
 def _combine(first: str | None, second: str | None) -> str | None:
@@ -442,10 +451,6 @@ def _unit(text: str) -> tuple[str | None, int]:
     return ("/".join(sorted(words)) or None), end
 
 
-def _between(text: str, start: int) -> bool:
-    return text[max(0, start - 12):start].rstrip().lower().endswith("between")
-
-
 def _matches(text: str) -> Iterator[re.Match[str]]:
     """``_PRICE_RE.finditer(text)``, tried only where a price can start: a currency token (with
     the letters of "C$"/"NZ$" before a "$") or the first digit of a number (benchmark speed)."""
@@ -481,8 +486,7 @@ def _scan(text: str) -> list[tuple[FoundPrice, int, int]]:
             own2 = _combine(_token_currency(g("code2")), _token_currency(g("sym2") or g("only2")))
             tail = _token_currency(g("tail"))
             ends = [(m.start(), "a1", "m1", first)]
-            if g("a2") is not None and (own2 or g("sep1").strip() != "and"
-                                        or _between(text, m.start())):
+            if g("a2") is not None:
                 ends.append((m.start("code2") if g("code2") else m.start("only2")
                              if g("only2") else m.start("a2"), "a2", "m2", own2 or first))
         else:
@@ -490,8 +494,6 @@ def _scan(text: str) -> list[tuple[FoundPrice, int, int]]:
             ends = [(m.start("b1"), "b1", "n1", None)]
             if g("b2") is not None:
                 ends.append((m.start("b2"), "b2", "n2", None))
-                if g("sep2").strip() == "and" and not _between(text, m.start()):
-                    ends = ends[1:]
         last_mult = g(ends[-1][2])
         for i, (start, amount_group, mult_group, own) in enumerate(ends):
             currency = _combine(own, tail) or "$"
