@@ -313,7 +313,8 @@ def test_url_matching(draft: str, ok: bool):
 
 @pytest.mark.parametrize(("text", "currency", "amount"), [
     ("R$ 6 575,00", "BRL", "6575.00"), ("€1 299,99", "EUR", "1299.99"), ("30 C$", "CAD", "30"),
-    ("30 $", "USD", "30"), ("49 €/month", "EUR", "49"),
+    ("30 $", "USD", "30"), ("49 €/month", "EUR", "49"), ("49,- €", "EUR", "49"),
+    ("€ 1.299,-", "EUR", "1299"),
 ])
 def test_more_writings_of_a_price(text: str, currency: str, amount: str):
     """Issue 13 item 5: spaced thousands after a symbol need decimals ("€49 100 users" is 49)."""

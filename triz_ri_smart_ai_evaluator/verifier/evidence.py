@@ -281,13 +281,15 @@ def _sep(n: int) -> str:
     return rf"[ ]?-[ ]?|[ ]to[ ]|[ ]and[ ](?(between{n})|(?!))"
 
 
+_NO_CENTS = r"(?:[.,]-(?![\d-]))?"  # "49,- €": German for 49.00
 _PRICE_RE = re.compile(
-    rf"(?:{_between(1)}{_prefix(1)}[ ]?(?P<a1>{_AMOUNT_SPACED_DECIMALS}|{_AMOUNT})(?P<m1>{_MULT})?"
+    rf"(?:{_between(1)}{_prefix(1)}[ ]?(?P<a1>{_AMOUNT_SPACED_DECIMALS}|{_AMOUNT}){_NO_CENTS}"
+    rf"(?P<m1>{_MULT})?"
     rf"(?:(?:{_sep(1)})(?:{_prefix(2)}[ ]?)?(?P<a2>{_AMOUNT_SPACED_DECIMALS}|{_AMOUNT})"
-    rf"(?P<m2>{_MULT})?)?"
+    rf"{_NO_CENTS}(?P<m2>{_MULT})?)?"
     rf"(?:[ ]?(?P<tail>{_CODE}|{_NAME})(?![ ]?\d))?"
-    rf"|{_between(2)}(?P<b1>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n1>{_MULT})?"
-    rf"(?:(?:{_sep(2)})(?P<b2>{_AMOUNT_SPACED}|{_AMOUNT})(?P<n2>{_MULT})?)?"
+    rf"|{_between(2)}(?P<b1>{_AMOUNT_SPACED}|{_AMOUNT}){_NO_CENTS}(?P<n1>{_MULT})?"
+    rf"(?:(?:{_sep(2)})(?P<b2>{_AMOUNT_SPACED}|{_AMOUNT}){_NO_CENTS}(?P<n2>{_MULT})?)?"
     rf"[ ]?(?P<suffix>{_SUFFIX}))"
     rf"(?P<unit>(?:{_UNIT_PART}|[ ]{_ADVERB}){{0,4}})"
 )
