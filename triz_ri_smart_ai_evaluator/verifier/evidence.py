@@ -6,7 +6,8 @@ finds, canonicalises and compares; ``mechanical`` turns a mismatch into a findin
 is text here, it is never fetched (spec 9.5: links are active content for a quarantine, not for
 the verifier).  The rules are documented in docs/verifier-inputs.md, "Evidence"; in short:
 
-URLs (issue 13 item 6).  Read: ``http(s)://`` URLs, ``www.`` hosts, and bare hosts whose last
+URLs (issue 13 item 6).  Read: ``http(s)://`` URLs (and ``ftp://`` and other schemes before a
+listed host, never on evidence), ``www.`` hosts, and bare hosts whose last
 label is a listed TLD (``TLDS``), with or without a path; also inside markdown emphasis
 (``_url_``, ``**url**``) and both halves of ``[url](url)``.  A bare host without a path is read
 only when written in lower case and its TLD is not also a common word or file extension
@@ -34,7 +35,9 @@ decimals, so ``$1.299`` is 1.299); for other currencies (EUR, PLN, ...) it is re
 and marked *ambiguous*: it still equals an unambiguous approved 1299, but an approved price that
 is itself written ambiguously matches only the same digits and separator, so no reading the
 brief did not commit to can pass.  Units (``per user per month``, ``/month``, ``a year``,
-``monthly``) are a set of words (order-free, plurals and abbreviations folded).
+``monthly``) are a set of words (order-free, plurals and abbreviations folded).  A draft price
+matches an approved one with the same currency and amount whose unit is the same, or when either
+of the two writes no unit (``price_matches``).
 """
 
 from __future__ import annotations
