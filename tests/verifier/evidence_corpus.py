@@ -342,8 +342,12 @@ def _alter_url(rng: random.Random, urls: list[_Url], u: _Url) -> tuple[str, str]
 
 
 def _alter_url_once(rng: random.Random, u: _Url) -> tuple[str, str]:
-    how = rng.choice(["host", "path", "query", "scheme", "port", "bare_path", "www"])
-    if how == "host":
+    how = rng.choice(["host", "path", "query", "scheme", "port", "bare_path", "www", "bare_host"])
+    if how == "bare_host" and not u.host.endswith(".pl"):  # ".pl" alone is no host (documented)
+        first, rest = u.host.split(".", 1)
+        return how, f"{first}z.{rest}"
+    if how in ("host", "bare_host"):
+        how = "host"
         first, rest = u.host.split(".", 1)
         changed = _Url(u.scheme, first[:-1] + ("x" if first[-1] != "x" else "y") + "." + rest,
                        u.port, u.path, u.query)

@@ -263,6 +263,7 @@ def test_price_matching(draft: str, approved: str, ok: bool):
     ("[https://a.example/x](https://a.example/x)", ["https://a.example/x", "https://a.example/x"]),
     ("[a.example/x](https://a.example/y)", ["a.example/x", "https://a.example/y"]),
     ("visit vendor.example today", ["vendor.example"]),
+    ("see _vendor.example_ and **vendor.example/x**", ["vendor.example", "vendor.example/x"]),
 ])
 def test_bare_domains_emphasis_and_markdown_links(text: str, raws: list[str]):
     """Issue 13 item 6: every URL-like span is read, the text of a link and its target."""

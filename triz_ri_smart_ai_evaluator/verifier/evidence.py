@@ -77,7 +77,7 @@ _LABEL = r"[A-Za-z0-9][A-Za-z0-9-]{0,62}+"
 _SCHEME_RE = re.compile(
     r"[hHwW](?<![^\W_].|[@.\-/].)(?:(?<=[hH])[tT][tT][pP][sS]?://|(?<=[wW])[wW][wW]\.)"
     rf"{_URL_CHAR}{{1,2000}}")
-_TLD_RE = re.compile(r"\.(?<=[A-Za-z0-9]\.)(?P<tld>[A-Za-z]{2,9})(?![\w@-]|\.[^\W_])")
+_TLD_RE = re.compile(r"\.(?<=[A-Za-z0-9]\.)(?P<tld>[A-Za-z]{2,9})(?![^\W_]|[@-]|\.[^\W_])")
 _LABEL_RE = re.compile(_LABEL)
 _AFTER_HOST_RE = re.compile(rf"(?::\d{{1,5}})?(?:/{_URL_CHAR}{{0,2000}})?")
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.")
