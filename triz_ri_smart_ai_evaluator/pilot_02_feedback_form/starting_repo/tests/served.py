@@ -14,6 +14,7 @@ served application (TASK.md, "Self-check tests"). Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -155,36 +156,56 @@ class ServedApp:
         self.port = free_port()
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         self._process: subprocess.Popen[bytes] | None = None
+        self._deadline = 0.0
+        self._ready = False
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def client(self) -> HttpClient:
+        """A client of this application (waits for it to be ready first)."""
+        self.ready()
         return HttpClient("127.0.0.1", self.port)
 
-    def start(self) -> ServedApp:
-        argv = [sys.executable, "-m", "gunicorn", "--workers", "2", "--bind",
-                f"127.0.0.1:{self.port}", "--log-level", "warning", WSGI_APP]
-        self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and app
-            argv, cwd=REPOSITORY, env=self.env, stdout=self._log, stderr=self._log)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise ServeError(f"gunicorn exited with {self._process.returncode}: "
+    def launch(self) -> ServedApp:
+        """Start gunicorn without waiting for it (``ready()`` waits): several applications
+        launched first and waited for afterwards boot side by side."""
+        if self._process is None:
+            argv = [sys.executable, "-m", "gunicorn", "--workers", "2", "--bind",
+                    f"127.0.0.1:{self.port}", "--log-level", "warning", WSGI_APP]
+            self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and app
+                argv, cwd=REPOSITORY, env=self.env, stdout=self._log, stderr=self._log,
+                start_new_session=True)  # its own process group: stop() ends all of it
+            self._deadline = time.monotonic() + START_TIMEOUT
+        return self
+
+    def ready(self) -> ServedApp:
+        """Wait until ``/health`` answers 200 (once; later calls return at once)."""
+        process = self.launch()._process
+        assert process is not None
+        while not self._ready and time.monotonic() < self._deadline:
+            if process.poll() is not None:
+                raise ServeError(f"gunicorn exited with {process.returncode}: "
                                  f"{self.log()[-2000:]}")
             try:
                 probe = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                probe.request("GET", "/health")
-                if probe.getresponse().status == 200:
+                try:
+                    probe.request("GET", "/health")
+                    self._ready = probe.getresponse().status == 200
+                finally:
                     probe.close()
-                    return self
-                probe.close()
             except OSError:
                 pass
-            time.sleep(0.05)
-        self.stop()
-        raise ServeError(f"gunicorn did not answer /health within {START_TIMEOUT:.0f} s")
+            if not self._ready:
+                time.sleep(0.02)
+        if not self._ready:
+            self.stop()
+            raise ServeError(f"gunicorn did not answer /health within {START_TIMEOUT:.0f} s")
+        return self
+
+    def start(self) -> ServedApp:
+        return self.launch().ready()
 
     def log(self) -> str:
         """What gunicorn and the application wrote to stdout and stderr so far."""
@@ -194,22 +215,20 @@ class ServedApp:
         return self._log.read().decode("utf-8", "replace")
 
     def signal_stop(self) -> None:
-        """Ask gunicorn for its quick shutdown, without waiting (``stop_all`` waits once)."""
+        """End gunicorn and its workers at once (a test server needs no graceful shutdown),
+        without waiting (``stop_all`` waits once for several)."""
         if self._process is not None and self._process.poll() is None:
-            self._process.send_signal(signal.SIGINT)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
+        if self._process is not None:
             self.signal_stop()
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+            self._process.wait()
         self._log.close()
 
     def __enter__(self) -> ServedApp:
-        return self if self._process is not None else self.start()
+        return self.start()
 
     def __exit__(
         self,
@@ -229,6 +248,12 @@ def stop_all(apps: Iterable[ServedApp]) -> None:
         app.stop()
 
 
+def launch(env: Mapping[str, str], state_dir: Path | str) -> ServedApp:
+    """Start the application under gunicorn without waiting; its ``client()`` waits."""
+    return ServedApp(env, state_dir).launch()
+
+
 def serve(env: Mapping[str, str], state_dir: Path | str) -> ServedApp:
-    """Start the application under gunicorn; use as a context manager or call ``stop()``."""
+    """Start the application under gunicorn and wait until it answers; use as a context
+    manager or call ``stop()``."""
     return ServedApp(env, state_dir).start()
