@@ -385,8 +385,11 @@ def _quote_blame(text: str, index: _BriefIndex, found: Sequence[FoundCitation],
     starts = [f.span[0] for f in found]
 
     def cited(lo: int, hi: int, qs: int, qe: int) -> list[int]:
-        return [j for j in range(bisect.bisect_left(starts, lo), bisect.bisect_left(starts, hi))
-                if not (qs <= found[j].span[0] < qe)]
+        # The citations of text[lo:hi] outside the quotation, at most _NEAREST on each side of
+        # it: a sentence with hundreds of citations and quotations stays linear.
+        a, d = bisect.bisect_left(starts, lo), bisect.bisect_left(starts, hi)
+        b, c = min(bisect.bisect_left(starts, qs), d), max(bisect.bisect_left(starts, qe), a)
+        return [*range(max(a, b - _NEAREST), b), *range(c, min(d, c + _NEAREST))]
 
     for qs, qe in quotes:
         quote = _fold(text[qs:qe])
@@ -426,6 +429,10 @@ def _quote_blame(text: str, index: _BriefIndex, found: Sequence[FoundCitation],
                                 f"wording of {e.citation} ({e.id}); "
                                 f"{_nearest_wording(index, quote)}")
     return blame
+
+
+#: How many citations on each side of a quotation it may belong to (the nearest ones).
+_NEAREST = 8
 
 
 def _inside(quotes: Sequence[tuple[int, int]], ends: Sequence[int], p: int) -> bool:
