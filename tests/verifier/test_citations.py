@@ -272,3 +272,186 @@ def test_adversarial_200k_character_draft_finishes_fast(unit: str):
     started = time.perf_counter()
     find_citations(text, fallback={"iso": "ISO/IEC 27001", "eu": "GDPR"})
     assert time.perf_counter() - started < 5.0
+
+
+# -- issue 13 item 1: ranges and lists -----------------------------------------------------------
+
+def problems(text: str, **fallback: str) -> list[tuple[str, str | None]]:
+    return [(str(f.citation), f.problem) for f in find_citations(text, fallback=fallback)]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("ISO/IEC 27001:2022 Annex A 5.9-5.11", ["Annex A 5.9", "Annex A 5.10", "Annex A 5.11"]),
+    ("ISO/IEC 27001:2022 Annex A 5.9 to 5.11", ["Annex A 5.9", "Annex A 5.10", "Annex A 5.11"]),
+    ("ISO/IEC 27001:2022 A.5.9 through A.5.10", ["Annex A 5.9", "Annex A 5.10"]),
+    ("ISO/IEC 27001:2022 Clauses 4 to 6", ["clause 4", "clause 5", "clause 6"]),
+    ("ISO/IEC 27001:2022 Annex A 5.9 as well as 5.12", ["Annex A 5.9", "Annex A 5.12"]),
+    ("ISO/IEC 27001:2022 Annex A 5.9/5.12", ["Annex A 5.9", "Annex A 5.12"]),
+    ("GDPR Articles 12 to 14", ["Article 12", "Article 13", "Article 14"]),
+    ("GDPR Articles 12-14", ["Article 12", "Article 13", "Article 14"]),
+    ("GDPR Article 32(1)(b)-(d)", ["Article 32(1)(b)", "Article 32(1)(c)", "Article 32(1)(d)"]),
+    ("GDPR Article 32(1)(b) and (d)", ["Article 32(1)(b)", "Article 32(1)(d)"]),
+    ("GDPR Article 5(1)(a), (b) and (f)", ["Article 5(1)(a)", "Article 5(1)(b)",
+                                           "Article 5(1)(f)"]),
+    ("Points (b) and (c) of Article 32(1) GDPR", ["Article 32(1)(b)", "Article 32(1)(c)"]),
+    ("GDPR Recitals 39 to 41", ["Recital 39", "Recital 40", "Recital 41"]),
+    ("Art. 15 f. DSGVO", ["Article 15", "Article 16"]),
+])
+def test_issue_13_item_1_ranges_and_lists_expand_into_members(text: str, expected: list[str]):
+    """Issue 13 item 1: every member of a closed range or list is a citation of its own."""
+    got = [(str(f.citation).split(" ", 1)[1] if f.citation.standard == "GDPR"
+            else str(f.citation).split(" ", 2)[2], f.problem) for f in find_citations(text)]
+    assert got == [(e, None) for e in expected]
+
+
+@pytest.mark.parametrize("text", [
+    "GDPR Article 15 et seq.", "Article 15 ff. GDPR", "GDPR Articles 15 ff",
+    "GDPR Chapter III", "Title II of the GDPR", "Section 2 of Chapter IV GDPR",
+    "ISO/IEC 27001:2022 Annex A 5.9-6.2", "ISO/IEC 27001:2022 Annex A 5.11-5.9",
+    "GDPR Articles 1 to 99", "GDPR Articles 22 to 12", "ISO/IEC 27001:2022 clauses 9.2 et seq.",
+])
+def test_issue_13_item_1_open_reversed_or_huge_ranges_are_unverifiable(text: str):
+    """Issue 13 item 1: a range that cannot be expanded is reported, never passed."""
+    found = find_citations(text)
+    assert found
+    assert any(f.problem for f in found), [(str(f.citation), f.problem) for f in found]
+
+
+def test_issue_13_item_1_chapter_needs_an_act():
+    assert find_citations("Chapter 2 of this outline describes roles.",
+                          fallback={"eu": "GDPR"}) == ()
+    assert find_citations("See Chapter 3 for the roles.") == ()
+
+
+# -- issue 13 item 2: long and national forms ---------------------------------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("GDPR Article 32, paragraph 2", "GDPR Article 32(2)"),
+    ("paragraph 1, point (d) of Article 33 GDPR", "GDPR Article 33(1)(d)"),
+    ("point (d) of paragraph 1 of Article 33 of the GDPR", "GDPR Article 33(1)(d)"),
+    ("GDPR Article 5.1(e)", "GDPR Article 5(1)(e)"),
+    ("GDPR Article 33.1", "GDPR Article 33(1)"),
+    ("GDPR Art 33", "GDPR Article 33"),
+    ("Artikel 33 DSGVO", "GDPR Article 33"),
+    ("Art. 33 Abs. 1 lit. d DSGVO", "GDPR Article 33(1)(d)"),
+    ("Art. 33 Absatz 1 Buchstabe d DSGVO", "GDPR Article 33(1)(d)"),
+    ("article 33 du RGPD", "GDPR Article 33"),
+    ("article 33, paragraphe 1, point d) du RGPD", "GDPR Article 33(1)(d)"),
+    ("art. 33 ust. 1 RODO", "GDPR Article 33(1)"),
+    ("artículo 33 del RGPD", "GDPR Article 33"),
+    ("artikel 33 AVG", "GDPR Article 33"),
+    ("GDPR Article XXXIII", "GDPR Article 33"),
+    ("GDPR Article \u0663\u0663(\u0661)", "GDPR Article 33(1)"),
+    ("GDPR Article \u06f3\u06f3", "GDPR Article 33"),
+    ("GDPR Article \uff13\uff13", "GDPR Article 33"),
+    ("NIS-2 Article 21(2)(d)", "NIS2 Article 21(2)(d)"),
+    ("Art. 21 Abs. 2 lit. d NIS2-Richtlinie", "NIS2 Article 21(2)(d)"),
+])
+def test_issue_13_item_2_long_and_national_forms_are_canonical(text: str, expected: str):
+    """Issue 13 item 2: the long and national writings give the closed set's canonical form."""
+    import unicodedata
+    assert canon(unicodedata.normalize("NFKC", text)) == [expected]
+
+
+# -- issue 13 item 3: line breaks and markup -----------------------------------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("ISO/IEC 27001:2022 clause\n9.3", "ISO/IEC 27001:2022 clause 9.3"),
+    ("ISO/IEC 27001:2022 Annex A\n5.14", "ISO/IEC 27001:2022 Annex A 5.14"),
+    ("GDPR Article\n33", "GDPR Article 33"),
+    ("GDPR **Article 33**(1)", "GDPR Article 33(1)"),
+    ("GDPR _Article_ 33", "GDPR Article 33"),
+    ("**ISO/IEC 27001:2022** Annex A  5.9", "ISO/IEC 27001:2022 Annex A 5.9"),
+    ("GDPR Article 33\n(1)", "GDPR Article 33(1)"),
+    ("ISO/IEC 27001:2022 `A.5.9`", "ISO/IEC 27001:2022 Annex A 5.9"),
+])
+def test_issue_13_item_3_line_breaks_and_markup_inside_a_citation(text: str, expected: str):
+    """Issue 13 item 3: a citation wrapped over a line or split by markup is one citation."""
+    found = find_citations(text)
+    assert [str(f.citation) for f in found] == [expected]
+    for f in found:
+        assert text[f.span[0]:f.span[1]] == f.raw
+
+
+# -- issue 13 item 4: other frameworks -----------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("NIST SP 800-53 CM-8", ["NIST SP 800-53 CM-8"]),
+    ("NIST SP 800-53 Rev. 5 CM-8", ["NIST SP 800-53 Rev. 5 CM-8"]),
+    ("NIST SP 800-53 Rev. 5 AC-2(1)", ["NIST SP 800-53 Rev. 5 AC-2(1)"]),
+    ("NIST SP 800-53 Rev. 5 controls AC-2 and CM-8",
+     ["NIST SP 800-53 Rev. 5 AC-2", "NIST SP 800-53 Rev. 5 CM-8"]),
+    ("CM-8 of NIST SP 800-53", ["NIST SP 800-53 CM-8"]),
+    ("NIST CSF 2.0 ID.AM-01", ["NIST CSF 2.0 ID.AM-01"]),
+    ("The profile maps ID.AM-01 and PR.AA-05.", ["NIST CSF ID.AM-01", "NIST CSF PR.AA-05"]),
+    ("SOC 2 CC6.1", ["SOC 2 CC6.1"]),
+    ("SOC 2 criteria CC6.1 and A1.2", ["SOC 2 CC6.1", "SOC 2 A1.2"]),
+    ("PCI DSS 4.0 Requirement 8.3.1", ["PCI DSS 4.0 8.3.1"]),
+    ("HIPAA section 164.312", ["HIPAA section 164.312"]),
+    ("We cite HIPAA section 164.312.", ["HIPAA section 164.312"]),
+    ("OWASP ASVS 4.0 requirement V2.1.1", ["OWASP ASVS 4.0 section V2.1.1"]),
+    ("section 5.1.1 of NIST SP 800-63B", ["NIST SP 800-63B section 5.1.1"]),
+])
+def test_issue_13_item_4_other_frameworks_are_read(text: str, expected: list[str]):
+    """Issue 13 item 4: NIST 800-53, CSF 2.0, SOC 2 and any '<standard> <section>' shape."""
+    assert canon(text) == expected
+
+
+def test_issue_13_item_4_bare_800_53_control_resolves_by_context_or_brief():
+    assert canon("NIST SP 800-53 applies. AC-2 covers accounts.") == ["NIST SP 800-53 AC-2"]
+    found = find_citations("AC-2 covers accounts.", frameworks=["NIST SP 800-53"])
+    assert [str(f.citation) for f in found] == ["NIST SP 800-53 AC-2"]
+    assert canon("Implement control AC-2.") == ["AC-2"]
+
+
+@pytest.mark.parametrize("text", [
+    "COVID-19 rules, SHA-256 hashes, AES-128, UTF-8 and ISO-8859-1 text.",
+    "TLS 1.2 and HTTP 2.0 are used; Python 3.12 runs it; Windows 10 version 22.04.",
+    "The meeting is at 10.30 on 03.12.2026; call 555-1234 ext. 12.",
+    "We have 5.9 to 5.11 million users and 12-15 staff in 2 to 3 offices.",
+    "Section 2 of this document covers roles; chapter 3 covers risks.",
+    "The A1.2 floor and room PE-3 are booked; the CM-8 printer is broken.",
+    "Use the SOP section 4 and the art 5 class.",
+    "Paragraph 2 of this policy and point (b) of the plan apply.",
+    "**Version 9.2** of the tool\nand _release 10.4_.",
+    "Articles of association, 12 to 14 pages long.",
+])
+def test_issue_13_new_shapes_add_no_false_positive(text: str):
+    """Issue 13 done-when: zero false positives on clean prose with numbers."""
+    assert find_citations(text, fallback={"iso": "ISO/IEC 27001", "eu": "GDPR"}) == ()
+
+
+@pytest.mark.parametrize("text", [
+    "NIST SP 800-53 Rev. 5 AC-2(1)", "NIST CSF 2.0 ID.AM-01", "SOC 2 CC6.1", "PCI DSS 4.0 8.3.1",
+    "HIPAA section 164.312", "NIST SP 800-53 CM-8",
+])
+def test_issue_13_item_4_brief_entries_of_other_frameworks_parse_and_round_trip(text: str):
+    """Issue 13 item 4: the brief's citations[].citation accepts the new frameworks."""
+    c = parse_citation(text)
+    assert str(c) == text
+    assert parse_citation(str(c)) == c
+
+
+@pytest.mark.parametrize("text", [
+    "GDPR Articles 12 to 14", "GDPR Article 15 et seq.", "GDPR Chapter III",
+    "ISO/IEC 27001:2022 Annex A 5.9-5.11",
+])
+def test_issue_13_item_1_a_brief_entry_is_one_citation_not_a_range(text: str):
+    with pytest.raises(ValueError, match=r"more than one|closed set"):
+        parse_citation(text)
+
+
+def test_issue_13_item_4_standards_table_refuses_unbounded_shapes():
+    """Issue 13 item 4: a user-added shape must stay linear (no * or +)."""
+    from triz_ri_smart_ai_evaluator.errors import InputError
+    from triz_ri_smart_ai_evaluator.verifier.citations import default_standards, load_standards
+    bad = ("format: triz-standards/1\nstandards:\n  - name: X\n    shapes:\n"
+           "      - pattern: '[A-Z]+-\\d*'\n")
+    with pytest.raises(InputError, match="not allowed in a shape"):
+        load_standards(bad)
+    good = ("format: triz-standards/1\nstandards:\n  - name: ACME SEC\n    aliases: [ACME]\n"
+            "    shapes:\n      - pattern: 'SEC-\\d{1,2}'\n        bare: context\n")
+    table = load_standards(good)
+    found = find_citations("ACME SEC SEC-4 applies.", standards=table)
+    assert [str(f.citation) for f in found] == ["ACME SEC SEC-4"]
+    assert default_standards() is default_standards()

@@ -13,6 +13,9 @@ part of the set, passes; style, tone, length and quality are never judged):
 * ``altered_citation`` - a citation of the set reproduced wrongly: another edition; or a
   quoted requirement next to it that is not the approved wording; or a number that carries the
   approved wording of another citation of the set;
+* ``unverifiable_citation`` - a reference whose members cannot be listed without the standard's
+  table of contents (an open range "Article 15 et seq.", a chapter or title, a range across
+  parents "5.9-6.2", a reversed range or one of more than 50 members; issue 13 item 1);
 * ``url_off_evidence`` / ``price_off_evidence`` - a URL or price not in the evidence set (with
   no evidence set, every URL and price is off evidence).
 
@@ -48,14 +51,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from .citations import EU, ISO, Citation, FoundCitation, find_citations
+from .citations import EU, FW, ISO, Citation, FoundCitation, find_citations
 from .evidence import FoundPrice, FoundUrl, find_prices, find_urls, price_matches, url_matches
 from .injection import InjectionSignal, find_injections, fold_confusables
 from .inputs import Brief, Draft
 from .normalise import Normalised, normalise
 
 MIN_QUOTE_WORDS = 4
-FINDING_KINDS = ("invented_citation", "altered_citation", "url_off_evidence",
+FINDING_KINDS = ("invented_citation", "altered_citation", "unverifiable_citation",
+                 "url_off_evidence",
                  "price_off_evidence")
 _QUOTE_TOKENS = re.compile("[\"“”«»„\u2018\u2019\n]")
 _LSQUO, _RSQUO = "\u2018", "\u2019"  # single smart quotes; the right one is also an apostrophe
@@ -103,7 +107,7 @@ class CitationStatus:
     citation: Citation
     quote: str
     span: tuple[int, int]
-    status: str  # "approved" | "altered" | "invented"
+    status: str  # "approved" | "altered" | "invented" | "unverifiable"
     entry: str | None  # id of the brief entry it was matched to
     resolved_by: str
 
@@ -191,7 +195,7 @@ def _index(brief: Brief) -> _BriefIndex:
         by_key.setdefault(e.citation.key, []).append(e)
         editions.setdefault(e.citation.standard, set()).add(e.citation.edition)
     standards = {k: tuple(sorted({e.citation.standard for e in entries if e.citation.kind == k}))
-                 for k in (ISO, EU)}
+                 for k in (ISO, EU, FW)}
     return _BriefIndex(
         entries=entries,
         by_key=by_key,
@@ -468,7 +472,10 @@ def _check_citations(text: str, index: _BriefIndex, found: Sequence[FoundCitatio
         quote = text[f.span[0]:f.span[1]]
         entries = _lookup(index, c) if c.standard else []
         status, detail, entry_id = "approved", "", entries[0].id if entries else None
-        if not c.standard:
+        if f.problem is not None:
+            # Issue 13 item 1: a range that cannot be listed from the closed set fails closed.
+            status, detail = "unverifiable", f"{' '.join(quote.split())}: {f.problem}"
+        elif not c.standard:
             status = "invented"
             known = index.standards.get(c.kind, ())
             detail = (f"{c} names no standard and none can be inferred"
@@ -551,7 +558,8 @@ def check_draft(brief: Brief, draft: Draft) -> MechanicalReport:
     text = norm.text
     urls = find_urls(text)
     masked = _blank(text, [u.span for u in urls])
-    found = find_citations(fold_confusables(masked), fallback=index.fallback)
+    found = find_citations(fold_confusables(masked), fallback=index.fallback,
+                           frameworks=index.standards.get(FW, ()))
     statuses, findings = _check_citations(text, index, found)
     url_status, url_findings = _check_urls(index, urls)
     price_status, price_findings = _check_prices(index, brief, find_prices(masked))
