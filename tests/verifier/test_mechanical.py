@@ -296,3 +296,29 @@ def test_the_bundled_faithful_example_has_its_wrapped_quote_checked():
     assert altered != text
     bad = check_draft(b, Draft(format="triz-draft/1", step="S2", text=altered))
     assert [f.kind for f in bad.findings] == ["altered_citation"]
+
+
+# -- issue 13 items 1-4: citation shapes -----------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "GDPR Article 15 et seq. applies.", "Chapter III of the GDPR applies.",
+    "ISO/IEC 27001:2022 Annex A 5.9-6.2 apply.", "ISO/IEC 27001:2022 Annex A 5.10-5.9 apply.",
+])
+def test_issue_13_item_1_an_open_or_unexpandable_range_is_unverifiable(text: str):
+    """Issue 13 item 1: it fails closed as a finding of its own, never passes."""
+    report = check_draft(BRIEF, Draft(format="triz-draft/1", step="S1", text=text))
+    assert [f.kind for f in report.findings] == ["unverifiable_citation"]
+    assert report.citations[0].status == "unverifiable"
+    assert not report.passed
+
+
+def test_issue_13_item_1_a_range_member_outside_the_set_is_invented():
+    assert kinds("Annex A 5.9-5.10 apply.") == []
+    assert kinds("Annex A 5.9-5.11 apply.") == [("invented_citation", "5.11")]
+
+
+def test_issue_13_item_4_a_framework_the_brief_does_not_cite_is_invented():
+    assert kinds("Access follows NIST SP 800-53 Rev. 5 AC-2 and SOC 2 CC6.1.") == [
+        ("invented_citation", "NIST SP 800-53 Rev. 5 AC-2"), ("invented_citation", "SOC 2 CC6.1")]
+    assert kinds("Encryption meets HIPAA § 164.312.") == [
+        ("invented_citation", "HIPAA § 164.312")]
