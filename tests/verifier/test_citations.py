@@ -6,6 +6,7 @@ as this parser: a citation it misses is a citation nothing checks.
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -455,3 +456,32 @@ def test_issue_13_item_4_standards_table_refuses_unbounded_shapes():
     found = find_citations("ACME SEC SEC-4 applies.", standards=table)
     assert [str(f.citation) for f in found] == ["ACME SEC SEC-4"]
     assert default_standards() is default_standards()
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # found by the property test above: the list scan looped in place
+    ("(/,§Article 5-5 and 5clauses ", ["Article 5"]),
+    ("Articles 12-12 and 14 of the GDPR", ["GDPR Article 12", "GDPR Article 14"]),
+    ("ISO/IEC 27001:2022 Annex A 5.9-5.9 and 5.10",
+     ["ISO/IEC 27001:2022 Annex A 5.9", "ISO/IEC 27001:2022 Annex A 5.10"]),
+    ("GDPR Article 32(1)(b)-(b) and (d)", ["GDPR Article 32(1)(b)", "GDPR Article 32(1)(d)"]),
+    ("NIST SP 800-53 AC-2 through AC-2 and CM-8", ["NIST SP 800-53 AC-2", "NIST SP 800-53 CM-8"]),
+])
+def test_a_one_member_range_is_read_once_and_the_scan_moves_on(
+        text: str, expected: list[str]) -> None:
+    """Issue 13 item 1: a range whose ends are equal is its one member, and the list scan
+    continues after it (it used to loop forever in place).  An alarm turns a hang into a
+    failure."""
+    def hung(_signum: int, _frame: object) -> None:
+        raise TimeoutError(f"find_citations hung on {text!r}")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(5)
+    try:
+        found = find_citations(text)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert [str(f.citation) for f in found] == expected
+    for f in found:
+        assert text[f.span[0]:f.span[1]] == f.raw

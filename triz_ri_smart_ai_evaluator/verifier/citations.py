@@ -643,7 +643,8 @@ def _expanded(lo: _Member, numbers: list[str], hi: _Member, *, sub_level: bool
     for k, n in enumerate(numbers):
         number, subs = (lo.number, (*lo.subs[:-1], n)) if sub_level else (n, ())
         if k == 0:
-            out.append(_Member(number, subs, lo.start, lo.end))
+            # A one-member range ("5-5") spans its whole text, so the list scan moves on.
+            out.append(_Member(number, subs, lo.start, hi.end if len(numbers) == 1 else lo.end))
         else:
             start = hi.start if k == len(numbers) - 1 else lo.start
             out.append(_Member(number, subs, start, hi.end))
@@ -680,8 +681,12 @@ class _Scanner:
             return []
         dotted = "." in m.group(1)
         members = [_Member(m.group(1), (m.group(2),) if m.group(2) else (), m.start(), m.end())]
+        scanned = -1
         while len(members) <= 2 * most:
             last = members[-1]
+            if last.end <= scanned:  # every turn must move forward: never loop in place
+                break
+            scanned = last.end
             if (o := _OPEN.match(text, last.end)) is not None:
                 members[-1] = self.opened(last, o, iso=True)
                 break
@@ -745,8 +750,12 @@ class _Scanner:
         if first is None:
             return []
         members = [first]
+        scanned = -1
         while len(members) <= 2 * MAX_RANGE:
             last = members[-1]
+            if last.end <= scanned:  # every turn must move forward: never loop in place
+                break
+            scanned = last.end
             if (o := _OPEN.match(text, last.end)) is not None:
                 members[-1] = self.opened(last, o, iso=False)
                 if members[-1].problem == "+1":
@@ -1086,8 +1095,12 @@ class _Scanner:
         if first is None:
             return []
         members = [_Member(first[0], first[1], pos, first[2])]
+        scanned = -1
         while len(members) <= 2 * MAX_RANGE:
             last = members[-1]
+            if last.end <= scanned:  # every turn must move forward: never loop in place
+                break
+            scanned = last.end
             r = _RANGE.match(text, last.end)
             s = r or _SEP.match(text, last.end)
             if s is None:
