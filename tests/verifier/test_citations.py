@@ -485,3 +485,18 @@ def test_a_one_member_range_is_read_once_and_the_scan_moves_on(
     assert [str(f.citation) for f in found] == expected
     for f in found:
         assert text[f.span[0]:f.span[1]] == f.raw
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("GDPR Article 12 to Article 14",
+     ["GDPR Article 12", "GDPR Article 13", "GDPR Article 14"]),
+    ("Art. 12 - Art. 14 GDPR", ["GDPR Article 12", "GDPR Article 13", "GDPR Article 14"]),
+    ("Recital 39 to Recital 41 of the GDPR",
+     ["GDPR Recital 39", "GDPR Recital 40", "GDPR Recital 41"]),
+    ("Articles 5 and Article 32 GDPR", ["GDPR Article 5", "GDPR Article 32"]),
+])
+def test_a_range_or_list_that_repeats_the_word_is_expanded(
+        text: str, expected: list[str]) -> None:
+    """Issue 13 item 1: "Article 12 to Article 14" covers Article 13 as well; read as two
+    citations it would let an Article 13 outside the closed set pass unseen."""
+    assert [str(f.citation) for f in find_citations(text)] == expected

@@ -360,6 +360,7 @@ _LEVEL_HEAD = re.compile(
 _LEVEL_VALUE = re.compile(r"\(?(\d{1,2}|[a-z]|[ivx]{2,5})\)(?![\w(])|(\d{1,2})(?![\w.(])")
 _LEVEL_JOIN = re.compile(r"[ ]?,[ ]?|[ ](?i:of)[ ](?:(?i:the)[ ])?")
 _ARTICLE_WORD = re.compile(r"(?i:articles?|arts?\.|artikel|article)[ ]?")
+_RECITAL_WORD = re.compile(r"(?i:recitals?)[ ]?")
 _CHAPTER_NUM = re.compile(r"[ ]?(?:(\d{1,2})(?![\w]|\.\d)|(?=[IVXLC])(C{0,3}(?:XC|XL|L?X{0,3})"
                           r"(?:IX|IV|V?I{0,3}))(?![\w]))")
 _SECTION_OF = re.compile(r"(?i:sections?)[ ]\d{1,2}[ ](?i:of)[ ]$")
@@ -780,6 +781,10 @@ class _Scanner:
                     members[-1:] = _expanded(last, values, hi, sub_level=True)
                 continue
             n = self.art_member(s.end(), with_subs=with_subs, roman=roman)
+            if n is None and (w := (_ARTICLE_WORD if with_subs else _RECITAL_WORD).match(
+                    text, s.end())) is not None:
+                # "Article 12 to Article 14", "Recitals 39 and Recital 40": the word repeated
+                n = self.art_member(w.end(), with_subs=with_subs, roman=roman)
             if n is None or _UNIT.match(text, n.end):
                 break
             if r is None:
