@@ -500,3 +500,15 @@ def test_a_range_or_list_that_repeats_the_word_is_expanded(
     """Issue 13 item 1: "Article 12 to Article 14" covers Article 13 as well; read as two
     citations it would let an Article 13 outside the closed set pass unseen."""
     assert [str(f.citation) for f in find_citations(text)] == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("GDPR Article 32, paragraph 1(b)", ["GDPR Article 32(1)(b)"]),
+    ("GDPR Article 32, paragraph (1)(c)", ["GDPR Article 32(1)(c)"]),
+    ("GDPR Article 32, paragraph 1(b) and (d)", ["GDPR Article 32(1)(b)", "GDPR Article 32(1)(d)"]),
+    ("Art. 32 Abs. 1 Buchst. b DSGVO", ["GDPR Article 32(1)(b)"]),
+])
+def test_a_point_after_a_written_out_paragraph_is_read(text: str, expected: list[str]) -> None:
+    """Issue 13 item 2: "paragraph 1(b)" was read as Article 32 alone, an enclosing level that
+    an approved 32(1)(b) covers, so an altered point passed; "Buchst." left the act behind."""
+    assert [str(f.citation) for f in find_citations(text)] == expected

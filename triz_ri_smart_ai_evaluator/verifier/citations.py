@@ -313,10 +313,10 @@ _SUB_ONLY = re.compile(r"\([ ]?(\d{1,3}|[a-z]|[ivx]{2,5})[ ]?\)")
 # Issue 13 item 2: the long and national forms of the levels below an article.
 _PARA_TRAIL = re.compile(
     r"(?:[ ]?,)?[ ](?i:paragraphs?|paras?\.?|paragraphe|absatz|abs\.|ust\.|apartado|paragrafo"
-    r"|lid)[ ]?\(?(\d{1,2})\)?(?!\d)(?![.,]\d)(?![\w(])"
+    r"|lid)[ ]?\(?(\d{1,2})\)?(?!\d)(?![.,]\d)(?!\w)"
 )
 _POINT_TRAIL = re.compile(
-    r"(?:[ ]?,)?[ ](?i:points?|letters?|lit\.|buchstabe|lettera|letra|litera|onder|pkt\.?"
+    r"(?:[ ]?,)?[ ](?i:points?|letters?|lit\.|buchst\.|buchstabe|lettera|letra|litera|onder|pkt\.?"
     r"|sub-?points?|indents?)[ ]?(?:\(([a-z]|[ivx]{1,5}|\d{1,2})\)|([a-z]|[ivx]{1,5}|\d{1,2})\)?)"
     r"(?![\w(])"
 )
@@ -740,6 +740,10 @@ class _Scanner:
         if with_subs and (p := _PARA_TRAIL.match(text, end)) is not None:
             subs.append(p.group(1))
             end = p.end()
+            # "paragraph 1(b)": the point written right after the paragraph's number
+            while len(subs) < 6 and (s := _ART_SUB.match(text, end)) is not None:
+                subs.append(s.group(1))
+                end = s.end()
         while with_subs and len(subs) < 6 and (t := _POINT_TRAIL.match(text, end)) is not None:
             subs.append(t.group(1) or t.group(2))
             end = t.end()
