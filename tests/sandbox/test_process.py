@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -103,9 +104,16 @@ def test_sandbox_sees_nothing_of_the_harness_and_has_no_privileges(
 
 def test_no_signal_disposition_of_the_harness_is_inherited(isolated: Network,
                                                             tmp_path: Path) -> None:
-    # The harness (Python) ignores SIGPIPE and SIGXFSZ; exec would pass that on.
-    result = run_sandboxed(["grep", "SigIgn", "/proc/self/status"],
-                           code_dir=make_code_dir(tmp_path), network=isolated, timeout=20)
+    # The harness (Python) ignores SIGPIPE and SIGXFSZ, and a harness started as a background
+    # job of a non-interactive shell (as run-tests.sh starts the sandbox tests) also ignores
+    # SIGINT and SIGQUIT; exec would pass all of that on.  Ignore those two here as well.
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        result = run_sandboxed(["grep", "SigIgn", "/proc/self/status"],
+                               code_dir=make_code_dir(tmp_path), network=isolated, timeout=20)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     assert result.stdout.split() == [b"SigIgn:", b"0000000000000000"]
 
 

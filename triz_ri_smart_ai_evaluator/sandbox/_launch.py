@@ -52,8 +52,9 @@ from ._tools import SYSTEM_PATH
 # Root side, before the launcher: become a child subreaper, run the chain, reap everything.
 # If the harness dies, the reaper SIGKILLs every process below it (the adopted namespace init
 # included).  It watches its parent by polling rather than with PR_SET_PDEATHSIG, which would
-# fire when the *thread* that started it ends.  Python ignores SIGPIPE and SIGXFSZ and that
-# would be inherited across exec: the chain gets the default dispositions back.
+# fire when the *thread* that started it ends.  Python ignores SIGPIPE and SIGXFSZ, and a
+# harness started as a background job of a non-interactive shell ignores SIGINT and SIGQUIT;
+# ignored dispositions survive exec, so the chain gets every default disposition back.
 REAPER = """
 import ctypes, os, signal, sys
 if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
@@ -68,8 +69,11 @@ signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])
 main = os.fork()
 if main == 0:
     try:
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)
+        for sig in signal.valid_signals():  # every ignored signal, SIGINT/SIGQUIT included
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):  # SIGKILL, SIGSTOP
+                pass
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
         os.execv(sys.argv[2], sys.argv[2:])
     finally:

@@ -218,8 +218,11 @@ def cgroup_v1_usable() -> bool:
 # needs no module of ours and no preexec_fn (unsafe in a threaded harness).
 DEGRADED_LAUNCHER = """
 import os, resource, signal, sys
-for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; exec would keep that
-    signal.signal(sig, signal.SIG_DFL)
+for sig in signal.valid_signals():  # ignored ones (SIGPIPE, SIGXFSZ, ...) survive exec
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+    except (OSError, ValueError):  # SIGKILL, SIGSTOP
+        pass
 names = ("AS", "CPU", "NOFILE", "FSIZE", "CORE", "NPROC")
 values = [int(v) for v in sys.argv[1:7]]
 for name, value in zip(names, values):
