@@ -94,6 +94,13 @@ def ledger(tmp_path: Path) -> Ledger:
     return Ledger(tmp_path)
 
 
+def _new_leftovers(before: dict[str, list[str]]) -> dict[str, list[str]]:
+    """What :func:`_leftovers` finds now that it did not find in ``before``: a namespace left
+    on the machine by an earlier, killed process is not this run's leak."""
+    now = _leftovers()
+    return {key: [x for x in found if x not in before[key]] for key, found in now.items()}
+
+
 def _leftovers() -> dict[str, list[str]]:
     """Namespaces, links and sandbox processes our sandbox names with ``trz``."""
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
@@ -116,6 +123,7 @@ def _leftovers() -> dict[str, list[str]]:
 
 
 def test_the_reference_candidate_reaches_2b_with_every_check_passed(ledger: Ledger):
+    before = _leftovers()
     result = ledger.run(EXAMPLES["reference"].diff)
     assert result.status == "completed"
     assert result.signal is not None
@@ -178,7 +186,7 @@ def test_the_reference_candidate_reaches_2b_with_every_check_passed(ledger: Ledg
     record = ledger.record(result.attempt_id)
     assert record["quarantine"] == "clear"
     assert ledger.verify().ok
-    assert _leftovers() == {"netns": [], "links": [], "bwrap": []}
+    assert _new_leftovers(before) == {"netns": [], "links": [], "bwrap": []}
 
 
 @pytest.mark.parametrize("seed", [bytes([n]) * 32 for n in (1, 2, 3, 4)],
@@ -271,6 +279,7 @@ def test_a_bad_candidate_ends_with_a_clear_status_and_a_clean_machine(
     ledger: Ledger, tmp_path: Path, kind: str
 ):
     tree = _broken_candidate(tmp_path, BAD_CANDIDATES[kind])
+    before = _leftovers()
     result = ledger.run(tree, start_timeout=6.0, self_checks=False)
     assert result.status == "errored"
     assert "never started" in result.summary["error"]
@@ -279,7 +288,7 @@ def test_a_bad_candidate_ends_with_a_clear_status_and_a_clean_machine(
     assert kinds[-1] == "attempt.errored"
     assert ledger.record(result.attempt_id)["status"] == "errored"
     assert ledger.verify().ok
-    assert _leftovers() == {"netns": [], "links": [], "bwrap": []}
+    assert _new_leftovers(before) == {"netns": [], "links": [], "bwrap": []}
 
 
 def test_a_patch_that_does_not_apply_is_refused_before_anything_is_written(

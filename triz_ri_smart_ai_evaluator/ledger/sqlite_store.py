@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -109,6 +110,21 @@ def _unpack(blob: bytes) -> tuple[bytes, ...]:
     return tuple(blob[i : i + HASH_SIZE] for i in range(0, len(blob), HASH_SIZE))
 
 
+def _enable_wal(conn: sqlite3.Connection, *, within: float = 30.0) -> None:
+    """Switch to WAL.  Writers racing to create the same file can get "database is locked"
+    at once from this pragma (SQLite does not always wait on its busy handler for a journal
+    mode change), so retry for a bounded time before giving up."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
 class SqliteStore:
     """A ledger in one SQLite file.  Open with ``SqliteStore.open(path)``."""
 
@@ -156,7 +172,7 @@ class SqliteStore:
                 old = os.umask(0o077)
                 try:
                     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-                    conn.execute("PRAGMA journal_mode=WAL")
+                    _enable_wal(conn)
                     conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 finally:
                     os.umask(old)
