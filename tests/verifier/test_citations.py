@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from triz_ri_smart_ai_evaluator.verifier.citations import (
     EU_ACTS,
     ISO_STANDARDS,
+    PARTS,
     Citation,
     find_citations,
     find_mentions,
@@ -259,7 +260,9 @@ def test_never_raises_on_citation_shaped_noise(parts: list[str]):
     text = "".join(parts)
     for f in find_citations(text):
         assert text[f.span[0]:f.span[1]] == f.raw
-        assert f.citation.part in {"clause", "annex", "article", "recital"}
+        # Noise may also read as another framework's section (for example "0ISO/IEC 27001"
+        # leaves "IEC 27001 clause 0"), which the gate reports as unplaceable: any known part.
+        assert f.citation.part in PARTS
 
 
 @pytest.mark.parametrize("unit", [

@@ -33,7 +33,7 @@ from .._safe_read import parse_json
 from ..errors import InputError
 from .client import ChatModel, VerifierCrashed, build_verifier_messages, reply_to_verdict, verify
 from .gate import CALLS_PER_INSPECTION, brief_as_data, draft_of, quote_checker, step_as_data
-from .inputs import Brief, Step, load_brief
+from .inputs import Brief, Step, load_brief, read_text
 from .verdict import ISSUE_KINDS, Unparseable
 
 #: Largest corpus file read.
@@ -149,18 +149,7 @@ def _brief_path(corpus: Path, name: str) -> Path:
 def load_corpus(path: Path) -> list[LabelledDraft]:
     """Read a labelled corpus (JSON Lines, see the module docstring).  Raises InputError naming
     the file and line."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_CORPUS_BYTES:
-            raise InputError(f"{path.name}: file is {size:,} bytes, more than the limit of "
-                             f"{MAX_CORPUS_BYTES:,}")
-        data = path.read_bytes()
-    except OSError as e:
-        raise InputError(f"{path.name}: cannot read: {e.strerror or e}") from e
-    try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path.name}: not valid UTF-8 at byte {e.start}") from e
+    text = read_text(path, limit=MAX_CORPUS_BYTES)
     briefs: dict[Path, Brief] = {}
     rows: list[LabelledDraft] = []
     for number, line in enumerate(text.splitlines(), start=1):

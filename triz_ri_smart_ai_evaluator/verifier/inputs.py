@@ -233,13 +233,15 @@ def parse_draft(doc: object, where: str) -> Draft:
     return draft
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
+    """The file as UTF-8 text (a leading BOM dropped), at most ``limit`` bytes.  Raises
+    InputError naming the file."""
     where = path.name
     try:
         size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
+        if size > limit:
             raise InputError(f"{where}: file is {size:,} bytes, more than the limit of "
-                             f"{MAX_FILE_BYTES:,}")
+                             f"{limit:,}")
         data = path.read_bytes()
     except OSError as e:
         raise InputError(f"{where}: cannot read: {e.strerror or e}") from e
@@ -253,7 +255,7 @@ def _read_text(path: Path) -> str:
 def _read_document(path: Path) -> object:
     # Untrusted input (spec 2.12, 9.4; issue 10): duplicate keys, deep nesting, over-long
     # numbers, NaN and YAML aliases are refused with one line, see _safe_read.
-    text = _read_text(path)
+    text = read_text(path)
     if path.suffix.lower() == ".json":
         return parse_json(text, where=path.name)
     return parse_yaml(text, where=path.name)
@@ -286,7 +288,7 @@ def load_draft(path: Path | str, *, step: str | None = None) -> Draft:
     if suffix in _PLAIN:
         if step is None:
             raise InputError(f"{where}: a plain-text draft needs the step it renders (--step)")
-        text = _read_text(path)
+        text = read_text(path)
         if len(text) > MAX_DRAFT_CHARS:
             raise InputError(f"{where}: text: draft text longer than {MAX_DRAFT_CHARS:,} "
                              "characters")

@@ -37,7 +37,7 @@ from ..signal.inputs import AttemptInputs, ItemState, Measurement, SelfCheckStat
 from ..signal.result import Signal
 from .client import ChatModel, Endpoint
 from .gate import GateIssue, Inspection, StepEnd, StepResult, VerifierGate, draft_of
-from .inputs import Brief, Step, _read_text, load_brief
+from .inputs import Brief, Step, load_brief, read_text
 from .mechanical import MechanicalReport, check_draft
 from .roles import Executor, Rendered, Source, plan
 
@@ -96,7 +96,7 @@ def load_sources(paths: Sequence[Path]) -> tuple[Source, ...]:
     naming the file."""
     if len(paths) > MAX_SOURCES:
         raise InputError(f"{len(paths)} sources, more than the limit of {MAX_SOURCES}")
-    return tuple(Source(p.name, _read_text(p)) for p in paths)
+    return tuple(Source(p.name, read_text(p)) for p in paths)
 
 
 def load_task(path: Path, *, extra_sources: Sequence[Path] = ()) -> LoadedTask:
