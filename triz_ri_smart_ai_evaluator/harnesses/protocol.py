@@ -1,0 +1,172 @@
+"""What a task class's harness supplies, and what the generic runner gives it (issue 14 item 1).
+
+The runner (:mod:`.runner`) owns the order every executable class shares (spec 10.4, pilot 2-6,
+DESIGN "the flow of one attempt"): it fixes the candidate's digest, records
+``attempt.initiated``, commits to a fresh secret seed and only then lets the class draw its
+control set, hands the class a :class:`RunContext` to run and store evidence through, applies
+the class's stopping conditions (quarantine before any award), computes the signal through the
+one calculator, and writes the publication bundle with its signed ``MANIFEST``.
+
+A class supplies only what is its own: how a candidate is materialised, how controls are drawn
+from a seed, and how the candidate is run and judged (sandbox, driver, receivers, checks,
+metrics).  It never writes ledger events itself; it stores evidence through the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..signal.inputs import AttemptInputs
+from ..signal.result import Signal
+
+#: ``progress(stage, done, total)``: what a long run is doing, for a progress bar.
+Progress = Callable[[str, int, int], None]
+
+
+def quiet(_stage: str, _done: int, _total: int) -> None:
+    """No progress output."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A materialised candidate.
+
+    ``digest`` is the SHA-256 recorded in ``attempt.initiated`` (the artefact exactly as handed
+    in); ``artefact`` is what is stored as the ``candidate`` evidence and published;
+    ``state`` is the class's own (for example the candidate's tree)."""
+
+    digest: str
+    artefact: bytes
+    state: Any = None
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Controls:
+    """A control set drawn from the run's secret seed: ``data`` is stored as the
+    ``control_set`` evidence, ``count`` is its number of cases, ``state`` is the class's own."""
+
+    data: bytes
+    count: int
+    state: Any = None
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the class's run concluded.
+
+    ``inputs`` go to the signal calculator (evidence digests in them must be ones stored
+    through the context).  ``findings`` are the critical layer's checks as dictionaries with
+    at least ``id`` and ``state`` ("passed", "failed", or "not measured"); ``metrics`` map a
+    name to a ``"part/whole"`` fraction; ``quarantine`` names every stopping condition that
+    fired.  ``files`` are written to the publication bundle (the runner adds ``summary.json``,
+    ``signal.json`` and ``MANIFEST``) and stored as evidence unless already stored under the
+    same name; ``summary`` is merged into ``summary.json``."""
+
+    inputs: AttemptInputs
+    isolation: str  # "full", or "degraded"
+    degraded_reason: str | None = None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, str] = field(default_factory=dict)
+    quarantine: list[str] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    decision: dict[str, Any] = field(default_factory=dict)
+
+
+class RunContext(Protocol):
+    """What the runner lends the class for one run."""
+
+    @property
+    def attempt_id(self) -> str: ...
+
+    @property
+    def seed(self) -> bytes: ...
+
+    @property
+    def seed_commitment(self) -> str: ...
+
+    @property
+    def work(self) -> Path: ...
+
+    @property
+    def options(self) -> RunOptions: ...
+
+    def evidence(self, what: str, data: bytes, **extra: Any) -> str:
+        """Store ``data`` as content-addressed evidence of this attempt; return its digest."""
+        ...
+
+    def progress(self, stage: str, done: int, total: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What a run needs besides the candidate (the same for every class)."""
+
+    size: int = 100
+    seed: bytes | None = None  # None: a fresh secret seed (tests pass one to reproduce)
+    unsafe_degraded: bool = False
+    self_checks: bool = True
+    start_timeout: float = 20.0
+    progress: Progress = quiet
+    #: An attempt already opened (by the policy port) to run the candidate for; None: open one.
+    attempt_id: str | None = None
+    #: The log key's signer for the bundle's MANIFEST; None: the MANIFEST says unsigned.
+    signer: Any = None
+
+
+@runtime_checkable
+class Harness(Protocol):
+    """One task class's executable parts.  Register an instance under the entry-point group
+    :data:`~.registry.GROUP` with the task class id as its name."""
+
+    #: The catalogue id of the class this harness evaluates.
+    task_class: str
+    #: Recorded as the verifier of every attempt it runs (``verifier_version``).
+    version: str
+    #: One line for ``--help`` and the docs: what a candidate is.
+    artefact: str
+    #: Prefix of the attempt ids this harness opens (``p02``, ``dfx``).
+    id_prefix: str
+    #: Domain-separation tag of the seed commitment, ``sha256(tag || seed)``.
+    seed_tag: bytes
+    #: Whether the run needs the sandbox (the runner probes isolation first when it does).
+    sandboxed: bool
+    #: Smallest control-set size the class accepts.
+    min_size: int
+
+    def prepare(self, candidate: Path, work: Path) -> Prepared:
+        """Materialise the candidate under ``work``.  Raises InputError for a candidate the
+        class cannot take (nothing is written to the ledger then)."""
+        ...
+
+    def draw_controls(self, seed: bytes, size: int) -> Controls:
+        """The control set of one run, a pure function of the seed and the size."""
+        ...
+
+    def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:
+        """Run the candidate and judge it.  Raises EvaluatorError when the run cannot be
+        completed; the runner then ends the attempt as errored (fail closed)."""
+        ...
+
+    def publish(self, bundle: Path, outcome: Outcome, summary: Mapping[str, Any],
+                signal: Signal) -> None:
+        """Write the class's human-readable report into ``bundle`` (after the award)."""
+        ...
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What a run produced: the attempt, its signal, and where the bundle is."""
+
+    attempt_id: str
+    candidate_digest: str
+    status: str  # "completed" or "errored"
+    signal: Signal | None
+    summary: dict[str, Any]
+    bundle: Path
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, str] = field(default_factory=dict)
