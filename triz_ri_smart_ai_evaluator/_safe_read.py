@@ -194,7 +194,7 @@ def parse_yaml(text: str, *, where: str) -> Any:
     line and field path), an alias, nesting deeper than MAX_DEPTH, a number literal longer than
     MAX_NUMBER_CHARS, or a value the safe constructors cannot build (a date like 2020-02-30).
     """
-    # Imported here: rules.versions imports _io, which imports this module.
+    # Imported here: rules.published imports _io, which imports this module.
     from .rules.loader import duplicate_keys  # noqa: PLC0415
 
     loader = _InputLoader(text)

@@ -30,8 +30,9 @@ from .rules.loader import (
     load_catalogue,
     load_task_class,
 )
+from .rules.published import BUNDLED_STORE, RulesStore, pin_published
 from .rules.task_class import TaskClass
-from .rules.versions import BUNDLED_STORE, RulesStore, pin_published, rules_version
+from .rules.versions import rules_version
 from .signal.calculator import SignalCalculator
 from .signal.inputs import AttemptInputs
 from .signal.result import Signal

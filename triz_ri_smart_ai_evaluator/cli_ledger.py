@@ -33,7 +33,7 @@ from .ledger.log import (
 from .ledger.recompute import recompute_ledger
 from .ledger.witness import WitnessStore
 from .rules.loader import BUNDLED_CATALOGUE, load_catalogue
-from .rules.versions import BUNDLED_STORE, RulesStore, pin_published
+from .rules.published import BUNDLED_STORE, RulesStore, pin_published
 from .signal.calculator import SignalCalculator
 from .signal.inputs import AttemptInputs, Measurement
 

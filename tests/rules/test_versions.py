@@ -24,10 +24,9 @@ import yaml
 
 from triz_ri_smart_ai_evaluator.errors import InputError, IntegrityError, RuleError
 from triz_ri_smart_ai_evaluator.rules.loader import load_catalogue, parse_task_class
+from triz_ri_smart_ai_evaluator.rules.published import BUNDLED_STORE, RulesStore
 from triz_ri_smart_ai_evaluator.rules.task_class import TaskClass
 from triz_ri_smart_ai_evaluator.rules.versions import (
-    BUNDLED_STORE,
-    RulesStore,
     canonical_rules,
     check_no_retrospective_change,
     pin,
