@@ -343,7 +343,7 @@ def test_a_negative_cost_is_refused() -> None:
 
 
 def test_honest_maximum_of_every_bundled_class() -> None:
-    """README: pilot 02 pays at most 2B, the defect fix 2B, the document step 3B (B = 1)."""
+    """Honest maxima (docs/catalogue.md): pilot 02 2B, defect fix 2B, document step 3B (B = 1)."""
     assert task_class(PILOT).honest_maximum() == 2
     assert task_class(DEFECT).honest_maximum() == 2
     assert task_class(DOCS).honest_maximum() == 3

@@ -90,10 +90,10 @@ class RateConfig(_Strict):
 
 
 class LimitsConfig(_Strict):
-    """Issue 11: what one caller may cost the service (README, "Limits").  The defaults leave
-    ``benchmarks/service_load.py`` (32 policy clients, ~600 submissions/s, the harness ~300
-    trusted requests/s, ~4,000 health requests/s from one address) unthrottled, and cut what
-    a caller can have refused and logged from ~1,000/s to the refusal budgets."""
+    """Issue 11: what one caller may cost the service (docs/service.md, "Limits").  The
+    defaults leave ``benchmarks/service_load.py`` (32 policy clients, ~600 submissions/s, the
+    harness ~300 trusted requests/s, ~4,000 health requests/s from one address) unthrottled,
+    and cut what a caller can have refused and logged from ~1,000/s to the refusal budgets."""
 
     #: bytes of a policy request (``POST /v1/policy/requests``: a resource and a payload);
     #: the submission and the trusted append take ``max_body_bytes``.

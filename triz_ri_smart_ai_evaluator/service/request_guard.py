@@ -1,4 +1,4 @@
-"""The HTTP edge of the service's limits (issue 11, items 1 and 6; README "Limits").
+"""The HTTP edge of the service's limits (issue 11, items 1 and 6; docs/service.md, "Limits").
 
 :class:`RequestGuard` is the outermost ASGI middleware: before any authentication work it
 answers 429 when the client address or the credential has no budget left, and it counts body

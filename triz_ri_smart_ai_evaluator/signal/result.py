@@ -2,7 +2,7 @@
 
 No I/O.  Small immutable values (named tuples: a signal is built for every attempt, and tuple
 construction keeps the calculator fast enough for training loops).  ``to_dict`` gives the stable
-JSON form documented in the README, with every number as an exact decimal string.
+JSON form documented in docs/signal.md, with every number as an exact decimal string.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class Signal(NamedTuple):
         return self.outcome not in (Outcome.NOT_VERIFIED, Outcome.CLAIMED_NOT_VERIFIED)
 
     def to_dict(self) -> dict[str, Any]:
-        """The stable JSON form (README: "Signal JSON")."""
+        """The stable JSON form (docs/signal.md, "Signal JSON")."""
         return {
             "task_class": self.task_class,
             "rules_version": self.rules_version,
