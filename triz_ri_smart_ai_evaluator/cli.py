@@ -234,7 +234,7 @@ def _compute(
 
 TaskClassOpt = Annotated[str, typer.Option("--task-class", "-t", help="Task-class id.")]
 InputOpt = Annotated[
-    Path, typer.Option("--input", "-i", help="Verified inputs (JSON or YAML; see README).")
+    Path, typer.Option("--input", "-i", help="Verified inputs (JSON or YAML; see docs/signal.md).")
 ]
 StartedOpt = Annotated[
     str | None,
