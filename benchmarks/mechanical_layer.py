@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from triz_ri_smart_ai_evaluator.verifier.inputs import Draft, load_brief
+from triz_ri_smart_ai_evaluator.verifier.input_files import load_brief
+from triz_ri_smart_ai_evaluator.verifier.inputs import Draft
 from triz_ri_smart_ai_evaluator.verifier.mechanical import check_draft
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "verifier" / "corpus"

@@ -21,9 +21,10 @@ from ._io import read_document
 from .cli_pilot import DbOpt, JsonOpt, KeysOpt, open_ledger, progress_bar
 from .errors import ExternalError, InputError
 from .verifier.calibrate import Confusion, calibrate, load_corpus, report_json
-from .verifier.client import ChatClient, ChatModel, Endpoint
+from .verifier.chat import ChatModel, Endpoint
+from .verifier.client import ChatClient
 from .verifier.gate import Inspection, VerifierGate, mechanical_issues
-from .verifier.inputs import load_brief, load_draft
+from .verifier.input_files import load_brief, load_draft
 from .verifier.mechanical import MechanicalReport, check_draft
 from .verifier.pipeline import DocumentRun, load_task, run_document
 from .verifier.report import publish

@@ -23,7 +23,7 @@ from triz_ri_smart_ai_evaluator._safe_read import (
 )
 from triz_ri_smart_ai_evaluator.errors import InputError
 from triz_ri_smart_ai_evaluator.signal.inputs import AttemptInputs
-from triz_ri_smart_ai_evaluator.verifier.inputs import load_brief, load_draft
+from triz_ri_smart_ai_evaluator.verifier.input_files import load_brief, load_draft
 
 REPO = Path(__file__).resolve().parents[2]
 BRIEF = REPO / "examples" / "document" / "brief.yaml"

@@ -19,13 +19,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from triz_ri_smart_ai_evaluator.errors import ExternalError, InputError
-from triz_ri_smart_ai_evaluator.verifier.client import (
-    ChatClient,
+from triz_ri_smart_ai_evaluator.verifier.chat import (
     ChatMessage,
     Endpoint,
     ModelReply,
-    PromptPack,
     VerifierCrashed,
+)
+from triz_ri_smart_ai_evaluator.verifier.client import ChatClient
+from triz_ri_smart_ai_evaluator.verifier.prompt import (
+    PromptPack,
     build_verifier_messages,
     neutralise,
     reply_to_verdict,

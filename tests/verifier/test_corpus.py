@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.verifier.corpus import build_corpus
-from triz_ri_smart_ai_evaluator.verifier.inputs import Brief, Draft, load_brief
+from triz_ri_smart_ai_evaluator.verifier.input_files import load_brief
+from triz_ri_smart_ai_evaluator.verifier.inputs import Brief, Draft
 from triz_ri_smart_ai_evaluator.verifier.mechanical import Finding, check_draft
 
 CORPUS = Path(__file__).resolve().parent / "corpus"

@@ -27,7 +27,8 @@ from tests.verifier.openai_double import (
     ScriptedChatDouble,
 )
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
-from triz_ri_smart_ai_evaluator.verifier.client import ChatClient, Endpoint
+from triz_ri_smart_ai_evaluator.verifier.chat import Endpoint
+from triz_ri_smart_ai_evaluator.verifier.client import ChatClient
 from triz_ri_smart_ai_evaluator.verifier.gate import (
     GateIssue,
     StepEnd,

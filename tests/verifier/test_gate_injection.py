@@ -17,7 +17,8 @@ import pytest
 from tests.verifier.conftest import PASS
 from tests.verifier.openai_double import ReplyContent, ScriptedChatDouble
 from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger
-from triz_ri_smart_ai_evaluator.verifier.client import ChatClient, Endpoint
+from triz_ri_smart_ai_evaluator.verifier.chat import Endpoint
+from triz_ri_smart_ai_evaluator.verifier.client import ChatClient
 from triz_ri_smart_ai_evaluator.verifier.gate import GateIssue, StepResult, VerifierGate
 from triz_ri_smart_ai_evaluator.verifier.inputs import Brief, Step
 from triz_ri_smart_ai_evaluator.verifier.pipeline import LedgerJournal, injection_changed

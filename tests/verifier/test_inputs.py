@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 
 from triz_ri_smart_ai_evaluator.errors import InputError
-from triz_ri_smart_ai_evaluator.verifier.inputs import (
-    MAX_DRAFT_CHARS,
+from triz_ri_smart_ai_evaluator.verifier.input_files import (
     MAX_FILE_BYTES,
     load_brief,
     load_draft,
-    parse_brief,
 )
+from triz_ri_smart_ai_evaluator.verifier.inputs import MAX_DRAFT_CHARS, parse_brief
 
 BRIEF = {
     "format": "triz-brief/1",

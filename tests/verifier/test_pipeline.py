@@ -22,7 +22,8 @@ import yaml
 from tests.verifier.conftest import BRIEF_DOC, CLEAN_S1, CLEAN_S2, INVENTED_S2, PASS, verdict
 from tests.verifier.openai_double import ReplyContent, ReplyStatus, ScriptedChatDouble
 from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger
-from triz_ri_smart_ai_evaluator.verifier.client import ChatClient, ChatModel
+from triz_ri_smart_ai_evaluator.verifier.chat import ChatModel
+from triz_ri_smart_ai_evaluator.verifier.client import ChatClient
 from triz_ri_smart_ai_evaluator.verifier.pipeline import DocumentRun, load_task, run_document
 
 CLI = [str(Path(sys.executable).parent / "triz-eval")]

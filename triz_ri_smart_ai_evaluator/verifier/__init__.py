@@ -1,10 +1,11 @@
 """The blind verifier gate (issue 5): its inputs and its mechanical layer.
 
-``inputs`` reads the two documents the verifier sees (the brief and one step's draft);
+``inputs`` models the two documents the verifier sees (the brief and one step's draft) and
+``input_files`` reads them;
 ``normalise``, ``citations``, ``evidence`` and ``injection`` read a draft as untrusted data;
 ``mechanical.check_draft`` turns them into final findings (invented or altered citations, URLs
 and prices off the evidence set) that no model verdict can override.  None of these modules
-does I/O except the loaders of ``inputs``.
+does I/O except the loaders of ``input_files``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .evidence import (
     url_matches,
 )
 from .injection import InjectionSignal, find_injections, fold_confusables
+from .input_files import load_brief, load_draft
 from .inputs import (
     Brief,
     CitationEntry,
@@ -27,8 +29,6 @@ from .inputs import (
     EvidenceEntry,
     Judgement,
     Step,
-    load_brief,
-    load_draft,
     parse_brief,
     parse_draft,
 )

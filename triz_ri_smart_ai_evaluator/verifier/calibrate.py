@@ -31,9 +31,11 @@ from typing import Literal
 
 from .._safe_read import parse_json
 from ..errors import InputError
-from .client import ChatModel, VerifierCrashed, build_verifier_messages, reply_to_verdict, verify
+from .chat import ChatModel, VerifierCrashed
 from .gate import CALLS_PER_INSPECTION, brief_as_data, draft_of, quote_checker, step_as_data
-from .inputs import Brief, Step, load_brief, read_text
+from .input_files import load_brief, read_text
+from .inputs import Brief, Step
+from .prompt import build_verifier_messages, reply_to_verdict, verify
 from .verdict import ISSUE_KINDS, Unparseable
 
 #: Largest corpus file read.

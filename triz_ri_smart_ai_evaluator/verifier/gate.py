@@ -31,10 +31,11 @@ from typing import Any, Literal, Protocol
 from pydantic import ValidationError
 
 from ..errors import EvaluatorError, InputError
-from .client import ChatModel, VerifierCrashed, build_verifier_messages, reply_to_verdict, verify
+from .chat import ChatModel, VerifierCrashed
 from .inputs import Brief, Draft, Step
 from .mechanical import MechanicalReport, check_draft
 from .normalise import normalise
+from .prompt import build_verifier_messages, reply_to_verdict, verify
 from .verdict import Unparseable, Verdict
 
 #: Seed 002: one retry after a verifier crash or an unparseable verdict, then halt.

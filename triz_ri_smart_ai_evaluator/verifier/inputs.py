@@ -7,15 +7,15 @@ the draft is untrusted data (spec 2.12, 9.4).  The file format is documented in
 
 Both models are frozen and forbid unknown fields; a brief that is inconsistent (duplicate ids, a
 citation that does not parse, two citations that are the same citation, an evidence URL or price
-that does not parse) cannot be constructed.  Loaders raise :class:`InputError` with one line
-naming the file and the field path, e.g. ``brief.yaml: citations[2].citation: duplicate of
-citations[0] (ISO/IEC 27001:2022 Annex A 5.9)``.
+that does not parse) cannot be constructed.  ``parse_brief`` and ``parse_draft`` raise
+:class:`InputError` with one line naming the document and the field path, e.g. ``brief.yaml:
+citations[2].citation: duplicate of citations[0] (ISO/IEC 27001:2022 Annex A 5.9)``.  No I/O
+here: reading the files is ``verifier.input_files`` (issue 14 item 3).
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -28,20 +28,16 @@ from pydantic import (
     model_validator,
 )
 
-from triz_ri_smart_ai_evaluator._safe_read import parse_json, parse_yaml
 from triz_ri_smart_ai_evaluator.errors import InputError
 
 from .citations import Citation, parse_citation
 from .evidence import Price, canonical_url, parse_evidence_price
 from .normalise import normalise
 
-MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_DRAFT_CHARS = 200_000
 BRIEF_FORMAT = "triz-brief/1"
 DRAFT_FORMAT = "triz-draft/1"
 _ID = r"^[A-Za-z][A-Za-z0-9_.\-]{0,63}$"
-_STRUCTURED = {".yaml", ".yml", ".json"}
-_PLAIN = {".md", ".txt"}
 
 
 class _Frozen(BaseModel):
@@ -230,70 +226,4 @@ def parse_brief(doc: object, where: str) -> Brief:
 def parse_draft(doc: object, where: str) -> Draft:
     """Validate a parsed document as a draft.  Raises InputError."""
     draft: Draft = _validate(Draft, doc, where)
-    return draft
-
-
-def read_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
-    """The file as UTF-8 text (a leading BOM dropped), at most ``limit`` bytes.  Raises
-    InputError naming the file."""
-    where = path.name
-    try:
-        size = path.stat().st_size
-        if size > limit:
-            raise InputError(f"{where}: file is {size:,} bytes, more than the limit of "
-                             f"{limit:,}")
-        data = path.read_bytes()
-    except OSError as e:
-        raise InputError(f"{where}: cannot read: {e.strerror or e}") from e
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{where}: not valid UTF-8 at byte {e.start}") from e
-    return text.removeprefix("\ufeff")
-
-
-def _read_document(path: Path) -> object:
-    # Untrusted input (spec 2.12, 9.4; issue 10): duplicate keys, deep nesting, over-long
-    # numbers, NaN and YAML aliases are refused with one line, see _safe_read.
-    text = read_text(path)
-    if path.suffix.lower() == ".json":
-        return parse_json(text, where=path.name)
-    return parse_yaml(text, where=path.name)
-
-
-def _kind(path: Path, allowed: set[str]) -> str:
-    suffix = path.suffix.lower()
-    if suffix not in allowed:
-        raise InputError(f"{path.name}: unsupported file type {suffix or '(none)'!r}; "
-                         f"expected one of {', '.join(sorted(allowed))}")
-    return suffix
-
-
-def load_brief(path: Path | str) -> Brief:
-    """Read a brief from a ``.yaml``/``.yml``/``.json`` file.  Raises InputError."""
-    path = Path(path)
-    _kind(path, _STRUCTURED)
-    return parse_brief(_read_document(path), path.name)
-
-
-def load_draft(path: Path | str, *, step: str | None = None) -> Draft:
-    """Read a draft: a ``triz-draft/1`` YAML/JSON file, or a ``.md``/``.txt`` file of text.
-
-    For a plain text file ``step`` is required; for a structured file it is optional and, if
-    given, must equal the file's step.  Raises InputError.
-    """
-    path = Path(path)
-    suffix = _kind(path, _STRUCTURED | _PLAIN)
-    where = path.name
-    if suffix in _PLAIN:
-        if step is None:
-            raise InputError(f"{where}: a plain-text draft needs the step it renders (--step)")
-        text = read_text(path)
-        if len(text) > MAX_DRAFT_CHARS:
-            raise InputError(f"{where}: text: draft text longer than {MAX_DRAFT_CHARS:,} "
-                             "characters")
-        return parse_draft({"format": DRAFT_FORMAT, "step": step, "text": text}, where)
-    draft = parse_draft(_read_document(path), where)
-    if step is not None and draft.step != step:
-        raise InputError(f"{where}: step: the file says {draft.step!r}, the caller {step!r}")
     return draft

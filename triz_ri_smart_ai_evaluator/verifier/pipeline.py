@@ -35,9 +35,10 @@ from ..rules.loader import load_catalogue
 from ..rules.versions import pin
 from ..signal.inputs import AttemptInputs, ItemState, Measurement, SelfCheckState
 from ..signal.result import Signal
-from .client import ChatModel, Endpoint
+from .chat import ChatModel, Endpoint
 from .gate import GateIssue, Inspection, StepEnd, StepResult, VerifierGate, draft_of
-from .inputs import Brief, Step, load_brief, read_text
+from .input_files import load_brief, read_text
+from .inputs import Brief, Step
 from .mechanical import MechanicalReport, check_draft
 from .roles import Executor, Rendered, Source, plan
 

@@ -23,9 +23,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import ExternalError
-from .client import ChatMessage, ChatModel, response_format_for
+from .chat import ChatMessage, ChatModel
 from .gate import GateIssue, brief_as_data, step_as_data
 from .inputs import Brief, Step
+from .prompt import response_format_for
 
 _PLANNER_SYSTEM = """\
 You are the planner of a multi-step document generator. Read the task and write the reasoning
