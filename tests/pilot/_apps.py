@@ -26,6 +26,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
 
+from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.examples import bundled_candidates
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.receiver import (
     MessageAnalysis,
     analyse_message,
@@ -59,10 +60,17 @@ def git_apply(repo: Path, diff: Path, *, check: bool = False) -> subprocess.Comp
     return subprocess.run(args, cwd=repo, capture_output=True, text=True, check=False)
 
 
+def bundled_diff(name: str) -> Path:
+    """The full diff of bundled candidate ``name`` against the starting repository (an
+    adversarial candidate is stored as a cheat patch against the reference; examples.py builds
+    the full diff)."""
+    return next(e.diff for e in bundled_candidates() if e.name == name)
+
+
 def patched_repo(name: str, destination: Path) -> Path:
-    """A copy of the starting repository with ``candidates/<name>/candidate.diff`` applied."""
+    """A copy of the starting repository with bundled candidate ``name``'s full diff applied."""
     repo = copy_repo(destination)
-    result = git_apply(repo, CANDIDATES / name / "candidate.diff")
+    result = git_apply(repo, bundled_diff(name))
     assert result.returncode == 0, f"{name}: {result.stderr}"
     return repo
 

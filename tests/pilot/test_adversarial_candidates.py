@@ -1,14 +1,15 @@
 """The adversarial candidates of pilot 02: one per mandatory attack of pilot §11, and one or more
 per blind spot an outside review found in the harness (issue 12).
 
-Each ``candidates/<name>/candidate.diff`` is the honest reference plus one attack. Here, for every
-candidate: the diff applies to the starting repository with ``git apply -p1``; ``expect.json``
-names a check the evaluator really has; the candidate differs from the reference only in the
-files its attack needs; and the attack really manifests. Attacks on behaviour are shown live, with
-the patched application under real gunicorn sending to a real aiosmtpd receiver on 127.0.0.1 and
-read back with the trusted receiver's parser. Attacks on the file tree are shown with the
-evaluator's own scope check. The same probes, run against the reference, find nothing: they
-separate the attack from honest behaviour.
+Each candidate is the honest reference plus one attack (stored as ``candidates/<name>/cheat.patch``
+against the reference's tree; ``examples.candidate_diff`` builds its full diff, see
+test_candidate_patches.py). Here, for every candidate: the full diff applies to the starting
+repository with ``git apply -p1``; ``expect.json`` names a check the evaluator really has; the
+candidate differs from the reference only in the files its attack needs; and the attack really
+manifests. Attacks on behaviour are shown live, with the patched application under real gunicorn
+sending to a real aiosmtpd receiver on 127.0.0.1 and read back with the trusted receiver's parser.
+Attacks on the file tree are shown with the evaluator's own scope check. The same probes, run
+against the reference, find nothing: they separate the attack from honest behaviour.
 
 The reference's own self-check tests are also run here, as the harness runs them: from a
 read-only tree, with ``-rA``, expecting the eight ``test_selfcheck_<id>`` tests to pass.
@@ -40,6 +41,7 @@ from ._apps import (
     DATA,
     Deployment,
     Received,
+    bundled_diff,
     copy_repo,
     deploy,
     git_apply,
@@ -166,9 +168,9 @@ def test_expect_json_is_well_formed(name: str) -> None:
 @pytest.mark.parametrize("name", [*NAMES, "reference"])
 def test_diff_applies_cleanly(name: str, tmp_path: Path) -> None:
     repo = copy_repo(tmp_path / "repo")
-    check = git_apply(repo, CANDIDATES / name / "candidate.diff", check=True)
+    check = git_apply(repo, bundled_diff(name), check=True)
     assert check.returncode == 0, check.stderr
-    assert git_apply(repo, CANDIDATES / name / "candidate.diff").returncode == 0
+    assert git_apply(repo, bundled_diff(name)).returncode == 0
     assert (repo / "tests" / "test_selfcheck.py").is_file()
 
 
@@ -192,7 +194,7 @@ def test_only_the_attack_differs_from_the_reference(name: str, repos: dict[str, 
 def test_the_evaluators_scope_check(name: str, tmp_path: Path) -> None:
     """The harness's own scope check (``candidate.prepare`` + ``check_scope``) on each diff:
     the two tree attacks are caught there, every other candidate stays inside the scope."""
-    prepared = candidate_module.prepare(CANDIDATES / name / "candidate.diff", tmp_path)
+    prepared = candidate_module.prepare(bundled_diff(name), tmp_path)
     report = candidate_module.check_scope(prepared.entries)
     assert "tests/test_selfcheck.py" in report.added
     if name == "changing_tests":
@@ -209,7 +211,7 @@ def test_the_evaluators_scope_check(name: str, tmp_path: Path) -> None:
 
 
 def test_reading_expected_answers_searches_the_harness_paths() -> None:
-    diff = (CANDIDATES / "reading_expected_answers" / "candidate.diff").read_text()
+    diff = bundled_diff("reading_expected_answers").read_text()
     added = "\n".join(line for line in diff.splitlines() if line.startswith("+"))
     for needle in ('"/var/lib/triz-eval"', '"*expected*.json"', '"*scenarios*.json"',
                    "parents[2]", "expected=expected"):

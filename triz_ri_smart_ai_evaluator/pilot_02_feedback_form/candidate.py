@@ -116,7 +116,7 @@ def prepare(candidate: Path, workdir: Path) -> Candidate:
     if len(patch) > MAX_CANDIDATE_BYTES:
         raise InputError(f"{candidate}: patch larger than {MAX_CANDIDATE_BYTES} bytes")
     shutil.copytree(base, tree, symlinks=True, ignore=_ignore)
-    _apply(patch, tree, candidate)
+    apply_patch(patch, tree, where=str(candidate))
     entries = tree_entries(tree)
     return Candidate(
         tree, "diff", archive_digest(entries), entries, hashlib.sha256(patch).hexdigest()
@@ -127,9 +127,13 @@ def _ignore(_directory: str, names: list[str]) -> set[str]:
     return {n for n in names if n in _IGNORED_DIRS}
 
 
-def _apply(patch: bytes, tree: Path, where: Path) -> None:
+def apply_patch(
+    patch: bytes, tree: Path, *, where: str, onto: str = "the starting repository"
+) -> None:
     """Apply with ``git apply`` (never outside ``tree``: git refuses ``..`` and absolute paths
-    unless told otherwise, and we never tell it)."""
+    unless told otherwise, and we never tell it).  Checks first, so a patch that does not apply
+    leaves ``tree`` untouched.  Raises InputError naming ``where`` and git's first complaint
+    (for a failed hunk, the file and line)."""
     for check in (True, False):
         args = ["git", "apply", "--whitespace=nowarn", "-p1"]
         if check:
@@ -143,8 +147,7 @@ def _apply(patch: bytes, tree: Path, where: Path) -> None:
         if proc.returncode != 0:
             message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             first = message[0] if message else f"exit status {proc.returncode}"
-            raise InputError(f"{where}: the patch does not apply to the starting repository "
-                             f"({first})")
+            raise InputError(f"{where}: the patch does not apply to {onto} ({first})")
 
 
 def _check_is_starting_repo(candidate: Path, base: Path) -> None:
