@@ -20,6 +20,10 @@ from pathlib import Path, PurePosixPath
 from ..errors import InputError
 from ..pilot_02_feedback_form.candidate import Entry, archive_digest, tree_entries
 
+__all__ = ["Changes", "Entry", "Scope", "Tree", "apply_candidate", "archive_digest", "compare",
+           "copy_tree", "hidden_dir", "load_scope", "starting_repo", "supplied_tests",
+           "tree_entries"]
+
 MAX_PATCH_BYTES = 1024 * 1024
 #: Build by-products, never part of a tree.
 _IGNORED = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git"})
