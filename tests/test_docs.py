@@ -22,10 +22,6 @@ from triz_ri_smart_ai_evaluator import cli
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 README_LIMIT = 8192
-# Reserved for another change (issue 14 item 1: the harness protocol). A link to it is accepted
-# only while the file is absent; once it exists it is checked like every other link.
-PENDING_DOCS = frozenset({"docs/task-classes.md"})
-
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _INLINE_CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)
@@ -107,8 +103,6 @@ def link_problems(path: Path, root: Path = ROOT) -> list[str]:
         if not resolved.is_relative_to(root):
             problems.append(f"{name}: outside the repository")
         elif not resolved.exists():
-            if resolved.relative_to(root).as_posix() in PENDING_DOCS and not anchor:
-                continue
             problems.append(f"{name}: no file {resolved.relative_to(root)}")
         elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
             problems.append(f"{name}: no heading with anchor #{anchor}")
@@ -249,7 +243,7 @@ def test_a_broken_link_is_refused(tmp_path: Path) -> None:
     doc = tmp_path / "docs" / "x.md"
     doc.write_text(
         "# Here\n[a](missing.md) [b](#nowhere) [c](#here) [d](there.md#a-heading-here)\n"
-        "[e](../../outside.md) `[f](in-code.md)` [g](task-classes.md)\n",
+        "[e](../../outside.md) `[f](in-code.md)`\n",
         encoding="utf-8",
     )
     problems = link_problems(doc, tmp_path)

@@ -64,8 +64,9 @@ def _register_trust_record() -> None:
     app.add_typer(witness_app, name="witness", no_args_is_help=True)
     app.add_typer(attempt_app, name="attempt", no_args_is_help=True)
     app.add_typer(escrow_app, name="escrow", no_args_is_help=True)
-    from .cli_pilot import pilot_app  # noqa: PLC0415
+    from .cli_pilot import attempt_run_command, pilot_app  # noqa: PLC0415
 
+    attempt_app.command("run")(attempt_run_command)
     app.add_typer(pilot_app, name="pilot", no_args_is_help=True)
     from .cli_document import document_app  # noqa: PLC0415
 

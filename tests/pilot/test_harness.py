@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from triz_ri_smart_ai_evaluator.errors import InputError, IntegrityError
+from triz_ri_smart_ai_evaluator.harnesses import runner
 from triz_ri_smart_ai_evaluator.ledger import attempts
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import open_note
 from triz_ri_smart_ai_evaluator.ledger.log import (
@@ -153,7 +154,7 @@ def test_the_reference_candidate_reaches_2b_with_every_check_passed(ledger: Ledg
     manifest = (bundle / "MANIFEST").read_text()
     body, signers = open_note(manifest, [ledger.log_key])  # signed by the log key
     assert signers == [ledger.log_key.name]
-    assert body.startswith("triz-ri pilot02 bundle manifest v1\n")
+    assert body.startswith("triz-ri bundle manifest v1\nclass: pilot_02_feedback_form\n")
     for name in ("summary.json", "candidate.diff", "http_exchanges.jsonl"):
         digest = hashlib.sha256((bundle / name).read_bytes()).hexdigest()
         assert f"{digest}  {name}" in manifest
@@ -324,7 +325,7 @@ def test_without_isolation_the_harness_refuses_unless_degraded_is_asked_for(
         return IsolationSupport(False, "simulated: no namespaces", False)
 
     monkeypatch.setattr(_box, "probe_isolation", unavailable)
-    monkeypatch.setattr(harness, "probe_isolation", unavailable)
+    monkeypatch.setattr(runner, "probe_isolation", unavailable)
     with pytest.raises(IntegrityError, match="isolation not available"):
         ledger.run(EXAMPLES["reference"].diff, self_checks=False)
     assert ledger.size() == 0  # refused before anything was recorded

@@ -30,6 +30,7 @@ from triz_ri_smart_ai_evaluator.access import (
 )
 from triz_ri_smart_ai_evaluator.canonical import sha256_hex
 from triz_ri_smart_ai_evaluator.errors import InputError
+from triz_ri_smart_ai_evaluator.harnesses import runner
 from triz_ri_smart_ai_evaluator.ledger import attempts
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent, parse_body
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
@@ -202,7 +203,7 @@ def test_without_isolation_an_existing_attempt_ends_errored_instead_of_dangling(
     from triz_ri_smart_ai_evaluator.sandbox import _box
 
     monkeypatch.setattr(_box, "probe_isolation", _unavailable)
-    monkeypatch.setattr(harness, "probe_isolation", _unavailable)
+    monkeypatch.setattr(runner, "probe_isolation", _unavailable)
     attempt_id = world.submit(REFERENCE.read_bytes())
     result = world.run(world.artefact_file(attempt_id), attempt_id)
     assert result.status == "errored"

@@ -21,11 +21,13 @@ from triz_ri_smart_ai_evaluator.ledger.log import load_vkey, open_sqlite_ledger,
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.examples import bundled_candidates
 from triz_ri_smart_ai_evaluator.sandbox import probe_isolation
-from triz_ri_smart_ai_evaluator.service.runtime import PILOT_CLASS, orphaned_pilot_runs
+from triz_ri_smart_ai_evaluator.service.runtime import orphaned_runs
 
 from ._server_process import ServerProcess, init_server
 
 AT = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+
+PILOT_CLASS = "pilot_02_feedback_form"
 
 
 def _submit(server: ServerProcess, artefact: bytes) -> str:
@@ -117,7 +119,7 @@ def test_orphaned_runs_are_the_open_pilot_attempts_with_an_artefact(tmp_path: Pa
             NewEvent.make(EventKind.ATTEMPT_COMPLETED, {"outcome": "obtained"}, actor="harness",
                           at=later, attempt="done"),
         ])
-        found = {o.attempt_id: (o.began, o.requeued) for o in orphaned_pilot_runs(store)}
+        found = {o.attempt_id: (o.began, o.requeued) for o in orphaned_runs(store, {PILOT_CLASS})}
     finally:
         store.close()
     assert found == {"queued": (False, False), "began": (True, False), "again": (False, True)}

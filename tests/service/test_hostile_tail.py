@@ -21,9 +21,10 @@ from triz_ri_smart_ai_evaluator.ledger.log import (
     witness_notes_for,
 )
 from triz_ri_smart_ai_evaluator.ledger.witness import WitnessStore
-from triz_ri_smart_ai_evaluator.service.runtime import PILOT_CLASS
 
 from ._server_process import TRIZ_EVAL, ServerProcess, init_server
+
+PILOT_CLASS = "pilot_02_feedback_form"
 
 
 def _submit(server: ServerProcess) -> int:

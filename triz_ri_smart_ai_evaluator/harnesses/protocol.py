@@ -34,11 +34,16 @@ def quiet(_stage: str, _done: int, _total: int) -> None:
 class Prepared:
     """A materialised candidate.
 
-    ``digest`` is the SHA-256 recorded in ``attempt.initiated`` (the artefact exactly as handed
-    in); ``artefact`` is what is stored as the ``candidate`` evidence and published;
-    ``state`` is the class's own (for example the candidate's tree)."""
+    ``digest`` identifies the candidate (recorded in an ``attempt.initiated`` the runner writes
+    and in the summary); ``artefact_sha256`` is the SHA-256 of the artefact exactly as handed
+    in, which must equal what the policy port recorded for an attempt it opened (None: the
+    artefact has no single byte form, such as a directory, and cannot match one);
+    ``artefact`` is what is stored as the ``candidate`` evidence and published; ``state`` is the
+    class's own (for example the candidate's tree); ``evidence`` are extra fields of the
+    candidate's ``evidence.stored`` event."""
 
     digest: str
+    artefact_sha256: str | None
     artefact: bytes
     state: Any = None
     evidence: Mapping[str, Any] = field(default_factory=dict)
@@ -62,9 +67,10 @@ class Outcome:
     through the context).  ``findings`` are the critical layer's checks as dictionaries with
     at least ``id`` and ``state`` ("passed", "failed", or "not measured"); ``metrics`` map a
     name to a ``"part/whole"`` fraction; ``quarantine`` names every stopping condition that
-    fired.  ``files`` are written to the publication bundle (the runner adds ``summary.json``,
-    ``signal.json`` and ``MANIFEST``) and stored as evidence unless already stored under the
-    same name; ``summary`` is merged into ``summary.json``."""
+    fired.  ``files`` are the publication bundle's files, each already stored as evidence
+    through the context (the runner writes them and adds ``summary.json``, ``signal.json`` and
+    the signed ``MANIFEST``); ``summary`` is merged into ``summary.json`` and ``decision`` into
+    the ``verifier.decision`` event."""
 
     inputs: AttemptInputs
     isolation: str  # "full", or "degraded"
@@ -75,6 +81,8 @@ class Outcome:
     files: dict[str, bytes] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     decision: dict[str, Any] = field(default_factory=dict)
+    #: The class's own, for its :meth:`Harness.publish`.
+    state: Any = None
 
 
 class RunContext(Protocol):
@@ -90,7 +98,14 @@ class RunContext(Protocol):
     def seed_commitment(self) -> str: ...
 
     @property
-    def work(self) -> Path: ...
+    def work(self) -> Path:
+        """A private folder of this run, removed after it."""
+        ...
+
+    @property
+    def bundle(self) -> Path:
+        """The attempt's publication bundle folder (the class may write files there)."""
+        ...
 
     @property
     def options(self) -> RunOptions: ...

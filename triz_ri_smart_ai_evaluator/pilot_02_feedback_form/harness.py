@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import functools
 import hashlib
 import json
@@ -29,41 +28,34 @@ import secrets
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._io import write_atomic
-from ..errors import EvaluatorError, InputError
-from ..ledger import attempts
-from ..ledger.checkpoint import NoteSigner, sign_note
-from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
-from ..ledger.store import LedgerStore
-from ..rules.loader import load_catalogue
-from ..rules.task_class import TaskClass
-from ..rules.versions import PinnedRules, pin, rules_version
-from ..sandbox import (
-    IsolationError,
-    Limits,
-    Sandbox,
-    SandboxError,
-    open_sandbox,
-    probe_isolation,
-    wait_for_port,
+from ..errors import InputError
+from ..harnesses import runner
+from ..harnesses.protocol import (
+    Controls,
+    Outcome,
+    Prepared,
+    Progress,
+    RunContext,
+    RunOptions,
+    RunResult,
 )
-from ..signal.calculator import SignalCalculator
+from ..ledger.store import LedgerStore
+from ..sandbox import Limits, Sandbox, SandboxError, open_sandbox, wait_for_port
 from ..signal.result import Signal
 from . import candidate as cand
 from . import report, scoring
 from .checks import Message
 from .contract import normalize_line_endings, read_feedback_fields_leniently
-from .control_set import draw_control_set, new_secret_seed
+from .control_set import draw_control_set
 from .driver import (
     BROWSERS,
     ORIGINAL_FUNCTIONS,
@@ -82,7 +74,7 @@ HARNESS_VERSION = "pilot02-harness/1"
 WSGI_APP = "feedback_app:create_app()"
 DECOY_PATH = "/var/lib/triz-eval/expected_answers.json"
 SEED_COMMITMENT_TAG = b"triz-ri pilot02 control seed\x00"
-SEED_SCHEME = "sha256('triz-ri pilot02 control seed' || 0x00 || seed)"
+SEED_SCHEME = runner.seed_scheme(SEED_COMMITMENT_TAG)
 SCORE_LOGS = Path(__file__).resolve().parent / "scripts" / "score_logs.py"
 SELF_CHECK_LINE = re.compile(r"^PASSED \S+::test_selfcheck_([a-z_]+?)(?:\[|\s|$)", re.M)
 #: One line of ``pytest -v``: a test's node id and its outcome.
@@ -110,7 +102,6 @@ TEST_LIMITS = Limits(memory_bytes=2 * 1024**3, max_pids=256)
 #: Inside the sandbox: its private, writable /tmp (the code itself is read-only).
 STATE_DIR = "/tmp/feedback-state"  # noqa: S108 - a path in the sandbox's own tmpfs
 
-Progress = Callable[[str, int, int], None]
 
 
 @functools.cache
@@ -130,58 +121,141 @@ def public_tests() -> tuple[str, ...]:
     return nodes
 
 
-def _quiet(_stage: str, _done: int, _total: int) -> None:
-    return None
-
-
 @dataclass(frozen=True, slots=True)
-class RunOptions:
-    """What a run needs besides the candidate."""
+class _Run:
+    """What the pilot's publish step needs from its run (the report's tables)."""
 
-    size: int = 100
-    seed: bytes | None = None  # None: a fresh secret seed (tests pass one to reproduce)
-    unsafe_degraded: bool = False
-    self_checks: bool = True
-    start_timeout: float = START_TIMEOUT
-    progress: Progress = _quiet
-    #: An attempt already opened (by the policy port) to run the candidate for; None: open one.
-    attempt_id: str | None = None
-    #: The log key, to sign the bundle's MANIFEST (pilot 13); None: the MANIFEST says unsigned.
-    signer: NoteSigner | None = None
+    scenarios: list[dict[str, Any]]
+    plan: dict[str, Any]
+    decided: Mapping[str, Any]
+    submissions: Mapping[str, Sequence[Exchange]]
+    scorer: dict[str, Any]
+    files: dict[str, bytes]
 
 
-@dataclass(slots=True)
-class RunResult:
-    """What a run produced: the attempt, its signal, and where the bundle is."""
+class FeedbackFormHarness:
+    """Pilot 02's parts of the harness protocol; the generic runner does the rest."""
 
-    attempt_id: str
-    candidate_digest: str
-    status: str  # "completed" or "errored"
-    signal: Signal | None
-    summary: dict[str, Any]
-    bundle: Path
-    findings: list[dict[str, Any]] = field(default_factory=list)
-    metrics: dict[str, str] = field(default_factory=dict)
+    task_class = TASK_CLASS
+    version = HARNESS_VERSION
+    artefact = "a unified diff against the starting repository, or a directory with a full copy"
+    id_prefix = "p02"
+    seed_tag = SEED_COMMITMENT_TAG
+    sandboxed = True
+    min_size = 100  # pilot 6
+
+    def prepare(self, candidate: Path, work: Path) -> Prepared:
+        """Materialise the candidate and compare it with the starting repository."""
+        prepared = cand.prepare(candidate, work)
+        _make_readable(prepared.tree)
+        scope = cand.check_scope(prepared.entries).to_dict()
+        artefact = (candidate.read_bytes() if prepared.source == "diff"
+                    else report.json_bytes({p: [e.kind, e.executable, e.sha256]
+                                            for p, e in prepared.entries.items()}))
+        return Prepared(prepared.digest, prepared.patch_sha256, artefact, (prepared, scope),
+                        {"source": prepared.source, "candidate_sha256": prepared.digest})
+
+    def draw_controls(self, seed: bytes, size: int) -> Controls:
+        """Pilot 6: drawn from a seed the candidate cannot know, kept outside the sandbox."""
+        control = draw_control_set(seed, size=size)
+        scenarios = [dict(s) for s in control.scenarios]
+        plan = {str(p["id"]): dict(p) for p in control.plan}
+        return Controls(report.json_bytes({"scenarios": scenarios, "plan": plan}),
+                        len(scenarios), (scenarios, plan))
+
+    def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:
+        t0 = time.monotonic()
+        candidate, scope = prepared.state
+        options = ctx.options
+        # issue 12 item 8: the repository's tests and the Regression baseline need only the
+        # candidate's tree; they run in a second sandbox beside the scenarios.
+        checks = _Background(lambda: _checks_box(candidate, options))
+        scenarios, plan = controls.state
+        try:
+            got = _in_sandbox(candidate, scenarios, plan, ctx.seed, options, checks)
+        finally:
+            checks.join()
+        elapsed = time.monotonic() - t0
+        ctx.progress("scoring", 0, 1)
+        drawn, scenarios = scenarios, _as_posted(scenarios, got.submissions)
+        evidence, received, export_path, export_digest = _evidence(
+            got, scenarios, drawn, plan, scope, ctx.bundle, candidate, prepared.artefact,
+            ctx.work, hashlib.sha256(controls.data).hexdigest())
+        regression, digest_after = evidence.regression, evidence.candidate_digest_after
+        decided = scoring.decisions(evidence)
+        found = scoring.findings(evidence, decided)
+        token_to_id = {str(s["run_token"]): str(s["id"]) for s in scenarios}
+        files = _bundle_files(scenarios, plan, got, received, token_to_id, regression, scope)
+        files.update(_provenance_files(candidate.source, prepared.artefact, ctx.seed,
+                                       ctx.seed_commitment, got))
+        for name, data in files.items():
+            write_atomic(ctx.bundle / name, data)
+        scorer = _run_score_logs(ctx.bundle)
+        files["score_logs_report.json"] = report.json_bytes(scorer)
+        values = scoring.metrics(scorer, evidence, decided)
+        disagreements = scoring.scorer_agrees(scorer, values)
+        quarantine = scoring.quarantine_reasons(evidence, found)
+        acceptance = _public_acceptance(scorer, found, values, disagreements)
+        # pilot 7: pilot_pass stays null until every external check has its result; a single
+        # run never has the red-team evidence the pilot requires (issue 12 item 11).
+        pilot_pass, pending = None, ["red_team"] + ([] if acceptance is not None
+                                                    else ["external_checks"])
+        critical = {
+            "pilot_pass": pilot_pass, "pilot_pass_pending": pending,
+            "public_acceptance": acceptance, "scorer_pass": scorer.get("scorer_pass"),
+            "isolation": got.isolation, "degraded_reason": got.degraded_reason,
+            "checks": [f.to_dict() for f in found], "recovery": values["recovery"],
+            "regression": regression, "scorer_disagreements": disagreements,
+            "quarantine": quarantine, "candidate_digest_before": candidate.digest,
+            "candidate_digest_after": digest_after, "receiver_export_sha256": export_digest,
+            "app_outcome": got.app_outcome, "aborted": got.aborted,
+            "grace_seconds": round(got.grace_seconds, 3), "public_tests": got.public_tests,
+            "stopping_conditions": _stopping_conditions(evidence, found),
+        }
+        files["external_critical_report.json"] = report.json_bytes(critical)
+        digests = {name: ctx.evidence(name, data) for name, data in files.items()}
+        ctx.evidence("receiver_events.jsonl", export_path.read_bytes())
+        inputs = scoring.attempt_inputs(
+            values, found, got.self_checks,
+            {"smtp_events": digests["smtp_events.jsonl"],
+             "http_results": digests["http_results.jsonl"],
+             "critical_report": digests["external_critical_report.json"],
+             "regression": digests["regression.json"],
+             "self_checks": digests["self_checks.txt"]},
+            sandbox_seconds=f"{elapsed:.3f}")
+        findings = [f.to_dict() for f in found]
+        shared = {"scorer_pass": scorer.get("scorer_pass"), "pilot_pass": pilot_pass,
+                  "public_acceptance": acceptance}
+        return Outcome(
+            inputs=inputs, isolation=got.isolation, degraded_reason=got.degraded_reason,
+            findings=findings, metrics=values, quarantine=quarantine, files=files,
+            decision=shared,
+            summary={**shared, "candidate_digest_after": digest_after,
+                     "pilot_pass_pending": pending, "aborted": got.aborted,
+                     "seconds": round(elapsed, 3)},
+            state=_Run(scenarios, plan, decided, got.submissions, scorer, files))
+
+    def publish(self, bundle: Path, outcome: Outcome, summary: Mapping[str, Any],
+                signal: Signal) -> None:
+        """The run's ``report.html`` (pilot 13)."""
+        run: _Run = outcome.state
+        _publish(bundle, run.files, summary, outcome.metrics, outcome.findings, run.scenarios,
+                 run.plan, run.decided, run.submissions, run.scorer)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+HARNESS = FeedbackFormHarness()
 
 
-def _ev(kind: EventKind, data: dict[str, Any], attempt: str, actor: str = "harness") -> NewEvent:
-    return NewEvent.make(kind, data, actor=actor, at=_now(), attempt=attempt)
+def run(candidate_path: Path, store: LedgerStore, bundle_root: Path,
+        options: RunOptions | None = None) -> RunResult:
+    """Evaluate one pilot 02 candidate through the generic runner (see
+    :func:`triz_ri_smart_ai_evaluator.harnesses.runner.run`)."""
+    return runner.run(HARNESS, candidate_path, store, bundle_root, options)
 
 
-def _store_evidence(
-    store: LedgerStore, attempt_id: str, what: str, data: bytes, **extra: Any
-) -> str:
-    """Content-addressed evidence plus its ``evidence.stored`` event (issue 3, spec 10.3)."""
-    digest = store.put_evidence(data)
-    store.append(
-        [_ev(EventKind.EVIDENCE_STORED, {"what": what, "digest": digest, "size": len(data),
-                                          **extra}, attempt_id)]
-    )
-    return digest
+def signal_of(store: LedgerStore, attempt_id: str) -> Signal | None:
+    """Recompute the award of a recorded attempt (for tests and the examples table)."""
+    return runner.signal_of(store, attempt_id)
 
 
 def _decoy(canary: str) -> bytes:
@@ -351,122 +425,6 @@ def _wait_quiet(receiver: FeedbackReceiver) -> float:
             return now - t0
 
 
-def run(candidate_path: Path, store: LedgerStore, bundle_root: Path,
-        options: RunOptions | None = None) -> RunResult:
-    """Evaluate one candidate.  Without ``options.attempt_id`` the harness opens the attempt
-    once the candidate is prepared; an unpreparable candidate or missing isolation raises
-    (InputError, IsolationError) with nothing written.  With it, the attempt the policy port
-    opened (spec 10.4) must be open and of this class (else InputError, nothing written), is
-    judged under the rules it started with (10.5), and every failure ends it as errored."""
-    options = options or RunOptions()
-    opened = None if options.attempt_id is None else _open_attempt(store, options.attempt_id)
-    support = None if options.unsafe_degraded else probe_isolation()
-    if support is not None and not support.available:
-        # Refuse before anything runs: without isolation there is no training-grade signal to
-        # produce (issue 4; DESIGN "isolation is measured, not assumed").
-        refusal = f"sandbox isolation not available: {support.reason}"
-        if opened is None:
-            raise IsolationError(f"{refusal} (a labelled, non-training-grade run needs "
-                                 "--unsafe-degraded)")
-        return _errored(store, opened.attempt_id, bundle_root, refusal, "isolation")
-    pinned = opened.pinned if opened else pin(load_catalogue()[TASK_CLASS], started_at=_now())
-    with tempfile.TemporaryDirectory(prefix="trz-harness-") as private:
-        work = Path(private)
-        work.chmod(0o711)  # the sandbox uid may traverse to the candidate tree, not list
-        options.progress("preparing the candidate", 0, 1)
-        try:
-            prepared, scope = _prepare(candidate_path, work, opened)
-        except InputError as e:
-            if opened is None:
-                raise
-            return _errored(store, opened.attempt_id, bundle_root, e.diagnostics(), "prepare")
-        # pilot 2, 6: the artefact's digest is in the ledger before any scenario exists.
-        attempt_id = opened.attempt_id if opened else _initiate(store, pinned, prepared)
-        artefact = (candidate_path.read_bytes() if prepared.source == "diff"
-                    else report.json_bytes({p: [e.kind, e.executable, e.sha256]
-                                            for p, e in prepared.entries.items()}))
-        _store_evidence(store, attempt_id, "candidate", artefact, source=prepared.source,
-                        candidate_sha256=prepared.digest)
-        try:
-            return _evaluate(store, pinned, attempt_id, prepared, artefact, scope,
-                             bundle_root / attempt_id, options, work)
-        except EvaluatorError as e:
-            return _errored(store, attempt_id, bundle_root, e.diagnostics(), "run",
-                            prepared.digest)
-
-
-@dataclass(frozen=True, slots=True)
-class _Opened:
-    """An attempt opened before the run: its id, rules and recorded artefact SHA-256."""
-
-    attempt_id: str
-    pinned: PinnedRules
-    artefact_sha256: str | None
-
-
-def _open_attempt(store: LedgerStore, attempt_id: str) -> _Opened:
-    """The open attempt ``attempt_id`` of this class.  Raises InputError otherwise."""
-    events = store.attempt_events(attempt_id)
-    initiated = [e.data for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value]
-    if not initiated:
-        raise InputError(f"attempt {attempt_id!r} was not initiated (spec 10.4)")
-    if initiated[0].get("task_class") != TASK_CLASS:
-        raise InputError(f"attempt {attempt_id!r} is of task class "
-                         f"{initiated[0].get('task_class')!r}, not {TASK_CLASS}")
-    ended = [e.kind for e in events if e.kind in OUTCOME_KINDS]
-    if ended:
-        raise InputError(f"attempt {attempt_id!r} already has an outcome ({ended[0]})")
-    return _Opened(attempt_id, _pinned_at_start(store, initiated[0]),
-                   initiated[0].get("artefact_sha256"))
-
-
-def _pinned_at_start(store: LedgerStore, initiated: Mapping[str, Any]) -> PinnedRules:
-    """spec 10.5: the rules version an attempt started with, pinned at its start, from the
-    catalogue if it still serves it, else from the ledger's ``rules.published``."""
-    version = str(initiated["rules_version"])
-    tc: TaskClass | None = load_catalogue().get(TASK_CLASS)
-    if tc is None or rules_version(tc) != version:
-        # issue 10: the ledger's copy is checked against its hash before it is used.
-        tc = attempts.rules_in_ledger(store, version)
-    return pin(tc, started_at=datetime.fromisoformat(str(initiated["started_at"])),
-               version=version)
-
-
-def _prepare(candidate_path: Path, work: Path, opened: _Opened | None
-             ) -> tuple[cand.Candidate, dict[str, Any]]:
-    """Materialise the candidate and compare it with the starting repository; for an opened
-    attempt it must be exactly the bytes it recorded.  Raises InputError."""
-    prepared = cand.prepare(candidate_path, work)
-    if opened is not None and prepared.patch_sha256 != opened.artefact_sha256:
-        raise InputError(f"the candidate ({prepared.source}) is not the artefact attempt "
-                         f"{opened.attempt_id} recorded (its SHA-256 differs)")
-    _make_readable(prepared.tree)
-    return prepared, cand.check_scope(prepared.entries).to_dict()
-
-
-def _initiate(store: LedgerStore, pinned: PinnedRules, prepared: cand.Candidate) -> str:
-    """Open an attempt for a candidate handed straight to the harness; return its id."""
-    started = _now()
-    attempt_id = f"p02-{started.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
-    attempts.initiate(store, pinned, attempt_id=attempt_id, task_version="1",
-                      started_at=started, deadline=started + timedelta(minutes=30),
-                      verifier_version=HARNESS_VERSION, artefact_sha256=prepared.digest)
-    return attempt_id
-
-
-def _errored(store: LedgerStore, attempt_id: str, bundle_root: Path, reason: str, stage: str,
-             digest: str | None = None) -> RunResult:
-    """End the attempt as ``attempt.errored`` with a one-line reason, and say so in the bundle."""
-    reason = " ".join(reason.split())
-    store.append([_ev(EventKind.ATTEMPT_ERRORED, {"reason": reason, "stage": stage},
-                      attempt_id)])
-    summary = {"attempt_id": attempt_id, "status": "errored", "error": reason,
-               "candidate_digest": digest}
-    bundle = bundle_root / attempt_id
-    write_atomic(bundle / "summary.json", report.json_bytes(summary))
-    return RunResult(attempt_id, digest or "", "errored", None, summary, bundle)
-
-
 def _make_readable(tree: Path) -> None:
     for path in [tree, *tree.rglob("*")]:
         if not path.is_symlink():
@@ -495,114 +453,6 @@ class _Collected:
     aborted: str | None
     grace_seconds: float
     app_output: bytes
-
-
-def _evaluate(store: LedgerStore, pinned: Any, attempt_id: str, prepared: cand.Candidate,
-              artefact: bytes, scope: dict[str, Any], bundle: Path, options: RunOptions,
-              work: Path) -> RunResult:
-    t0 = time.monotonic()
-    # issue 12 item 8: the repository's tests and the Regression baseline need only the
-    # candidate's tree; they start at once in a second sandbox and run beside the scenarios.
-    checks = _Background(lambda: _checks_box(prepared, options))
-    # pilot 6: drawn only now, from a seed the candidate cannot know, kept outside the sandbox.
-    seed = options.seed or new_secret_seed()
-    # issue 12 item 12: a commitment to the seed is in the ledger before the set is drawn;
-    # the bundle reveals the seed after the run, so anyone can re-draw and compare.
-    commitment = hashlib.sha256(SEED_COMMITMENT_TAG + seed).hexdigest()
-    _store_evidence(store, attempt_id, "control_seed_commitment",
-                    report.json_bytes({"commitment": commitment, "scheme": SEED_SCHEME}))
-    control = draw_control_set(seed, size=options.size)
-    scenarios = [dict(s) for s in control.scenarios]
-    plan = {str(p["id"]): dict(p) for p in control.plan}
-    control_bytes = report.json_bytes({"scenarios": scenarios, "plan": plan})
-    control_digest = hashlib.sha256(control_bytes).hexdigest()
-    _store_evidence(store, attempt_id, "control_set", control_bytes, scenarios=len(scenarios))
-    try:
-        got = _in_sandbox(prepared, scenarios, plan, seed, options, checks)
-    finally:
-        checks.join()
-    elapsed = time.monotonic() - t0
-    options.progress("scoring", 0, 1)
-    drawn, scenarios = scenarios, _as_posted(scenarios, got.submissions)
-    evidence, received, export_path, export_digest = _evidence(
-        got, scenarios, drawn, plan, scope, bundle, prepared, artefact, work, control_digest)
-    regression, digest_after = evidence.regression, evidence.candidate_digest_after
-    decided = scoring.decisions(evidence)
-    found = scoring.findings(evidence, decided)
-    token_to_id = {str(s["run_token"]): str(s["id"]) for s in scenarios}
-    files = _bundle_files(scenarios, plan, got, received, token_to_id, regression, scope)
-    files.update(_provenance_files(prepared.source, artefact, seed, commitment, got))
-    for name, data in files.items():
-        write_atomic(bundle / name, data)
-    scorer = _run_score_logs(bundle)
-    files["score_logs_report.json"] = report.json_bytes(scorer)
-    values = scoring.metrics(scorer, evidence, decided)
-    disagreements = scoring.scorer_agrees(scorer, values)
-    quarantine = scoring.quarantine_reasons(evidence, found)
-    _quarantine(store, attempt_id, quarantine, prepared.digest)
-    acceptance = _public_acceptance(scorer, found, values, disagreements)
-    # pilot 7: pilot_pass stays null until every external check has its result; a single run
-    # never has the red-team evidence the pilot requires (issue 12 item 11).
-    pilot_pass, pending = None, ["red_team"] + ([] if acceptance is not None
-                                                else ["external_checks"])
-    critical = {
-        "pilot_pass": pilot_pass, "pilot_pass_pending": pending,
-        "public_acceptance": acceptance, "scorer_pass": scorer.get("scorer_pass"),
-        "isolation": got.isolation, "degraded_reason": got.degraded_reason,
-        "checks": [f.to_dict() for f in found], "recovery": values["recovery"],
-        "regression": regression, "scorer_disagreements": disagreements,
-        "quarantine": quarantine, "candidate_digest_before": prepared.digest,
-        "candidate_digest_after": digest_after, "receiver_export_sha256": export_digest,
-        "app_outcome": got.app_outcome, "aborted": got.aborted,
-        "grace_seconds": round(got.grace_seconds, 3), "public_tests": got.public_tests,
-        "stopping_conditions": _stopping_conditions(evidence, found),
-    }
-    files["external_critical_report.json"] = report.json_bytes(critical)
-    digests = {name: _store_evidence(store, attempt_id, name, data)
-               for name, data in files.items()}
-    _store_evidence(store, attempt_id, "receiver_events.jsonl", export_path.read_bytes())
-    inputs = scoring.attempt_inputs(
-        values, found, got.self_checks,
-        {"smtp_events": digests["smtp_events.jsonl"],
-         "http_results": digests["http_results.jsonl"],
-         "critical_report": digests["external_critical_report.json"],
-         "regression": digests["regression.json"],
-         "self_checks": digests["self_checks.txt"]},
-        sandbox_seconds=f"{elapsed:.3f}")
-    store.append([_ev(EventKind.VERIFIER_DECISION, {
-        "verifier": HARNESS_VERSION, "isolation": got.isolation,
-        "degraded_reason": got.degraded_reason, "scorer_pass": scorer.get("scorer_pass"),
-        "pilot_pass": pilot_pass, "public_acceptance": acceptance,
-        "findings": [f.to_dict() for f in found], "metrics": values,
-    }, attempt_id)])
-    if got.isolation != "full":
-        store.append([_ev(EventKind.COMMENT_ADDED, {
-            "text": f"isolation degraded ({got.degraded_reason}): not a training-grade signal"},
-            attempt_id)])
-    signal = attempts.evaluate(store, pinned, inputs, attempt_id=attempt_id, at=_now())
-    summary = {
-        "attempt_id": attempt_id, "status": "completed",
-        "candidate_digest": prepared.digest, "candidate_digest_after": digest_after,
-        "isolation": got.isolation if got.isolation == "full"
-        else f"degraded: {got.degraded_reason}",
-        "rules_version": pinned.version, "signal": str(signal.value),
-        # A critical violation is named as one (issue 12 item 14), not by the outcome code.
-        "outcome": "critical_violation" if signal.critical_violation
-        else signal.outcome.value, "reasons": list(signal.reasons),
-        "scorer_pass": scorer.get("scorer_pass"), "pilot_pass": pilot_pass,
-        "pilot_pass_pending": pending, "public_acceptance": acceptance,
-        "quarantine": quarantine, "metrics": values, "seconds": round(elapsed, 3),
-        "scenarios": len(scenarios), "aborted": got.aborted,
-    }
-    files["summary.json"] = report.json_bytes(summary)
-    files["signal.json"] = report.json_bytes(signal.to_dict())
-    # Written with the bundle, after the award: the ledger already holds every file it lists
-    # but the summary, signal and report, which the log key's signature covers here.
-    files["MANIFEST"] = _manifest(files, options.signer)
-    _publish(bundle, files, summary, values, found, scenarios, plan, decided, got.submissions,
-             scorer)
-    return RunResult(attempt_id, prepared.digest, "completed", signal, summary, bundle,
-                     [f.to_dict() for f in found], values)
 
 
 def _as_posted(scenarios: Sequence[Mapping[str, Any]],
@@ -714,26 +564,6 @@ def _provenance_files(source: str, artefact: bytes, seed: bytes, commitment: str
         "tools.json": report.json_bytes(report.tool_versions()),
         "app_output.log": got.app_output,
     }
-
-
-def _manifest(files: Mapping[str, bytes], signer: NoteSigner | None) -> bytes:
-    """``MANIFEST``: the SHA-256 of every file of the bundle, as a signed note by the log key
-    (pilot 13) when the run was given it."""
-    lines = [f"{hashlib.sha256(data).hexdigest()}  {name}" for name, data in sorted(files.items())]
-    body = "triz-ri pilot02 bundle manifest v1\n" + "\n".join(lines) + "\n"
-    if signer is None:
-        return (body + "\nunsigned: the run was not given the log key\n").encode()
-    return sign_note(body, signer).encode()
-
-
-def _quarantine(store: LedgerStore, attempt_id: str, reasons: Sequence[str],
-                digest: str) -> None:
-    """Pilot 12: the attempt and the candidate go into quarantine the moment a stopping
-    condition fires, before anything is awarded (issue 12 item 10)."""
-    if reasons:
-        store.append([_ev(EventKind.QUARANTINE_CHANGED, {
-            "status": "quarantined", "reasons": list(reasons), "candidate_sha256": digest},
-            attempt_id)])
 
 
 def _stopping_conditions(evidence: scoring.Evidence, found: Sequence[Any]
@@ -982,19 +812,7 @@ def _publish(bundle: Path, files: Mapping[str, bytes], summary: Mapping[str, Any
         metrics.append({"id": key, "value": f"{part / whole:.4f}" if whole else "not measured",
                         "fraction": value})
     html = report.render_html(summary=summary, metrics=metrics,
-                              findings=[f.to_dict() for f in found], scenarios=rows,
+                              findings=list(found), scenarios=rows,
                               scorer=scorer, environment=json.loads(files["environment.json"]),
                               files=digests)
     write_atomic(bundle / "report.html", html.encode())
-
-
-def signal_of(store: LedgerStore, attempt_id: str) -> Signal | None:
-    """Recompute the award of a recorded attempt (for tests and the examples table)."""
-    events = store.attempt_events(attempt_id)
-    initiated = next((e for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value), None)
-    if initiated is None:
-        return None
-    with contextlib.suppress(EvaluatorError):
-        pinned = _pinned_at_start(store, initiated.data)
-        return SignalCalculator(pinned).compute(attempts.inputs_from_events(events))
-    return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from .task_class import Problem, TaskClass, loads_context
 
 #: The bundled catalogue folder, shipped inside the package.
 BUNDLED_CATALOGUE = Path(__file__).resolve().parent.parent / "catalogue"
+#: Entry points whose value is a path to task-class YAML an installed package adds.
+PLUGIN_GROUP = "triz_ri_smart_ai_evaluator.catalogues"
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,8 +188,26 @@ def catalogue_files(path: Path) -> list[Path]:
     raise RuleError(f"{path}: no such file or folder")
 
 
+def plugin_catalogue_files() -> list[Path]:
+    """The task-class files installed packages add (issue 14 item 1): each entry point of the
+    group :data:`PLUGIN_GROUP` names a path (a YAML file or a folder of them).  Raises RuleError
+    naming the entry point when one does not load or is not a path."""
+    files: list[Path] = []
+    for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+        try:
+            where = ep.load()
+        except Exception as e:  # a broken plugin is the plugin's error, reported, not a crash
+            raise RuleError(f"catalogue plugin {ep.name!r} ({ep.value}) does not load: "
+                            f"{type(e).__name__}: {e}") from e
+        if not isinstance(where, (str, Path)):
+            raise RuleError(f"catalogue plugin {ep.name!r} ({ep.value}) is not a path")
+        files.extend(catalogue_files(Path(where)))
+    return files
+
+
 def load_catalogue(path: Path = BUNDLED_CATALOGUE) -> dict[str, TaskClass]:
-    """Load every task class at ``path`` keyed by id.
+    """Load every task class at ``path`` keyed by id; the bundled catalogue includes the task
+    classes installed packages add (:func:`plugin_catalogue_files`).
 
     Raises CatalogueError with the problems of every invalid file, and for two files declaring
     the same id.
@@ -197,6 +218,8 @@ def load_catalogue(path: Path = BUNDLED_CATALOGUE) -> dict[str, TaskClass]:
     files = catalogue_files(path)
     if not files:
         raise RuleError(f"{path}: no task-class files (*.yaml)")
+    if path == BUNDLED_CATALOGUE:
+        files.extend(plugin_catalogue_files())
     for file in files:
         try:
             tc = load_task_class(file)

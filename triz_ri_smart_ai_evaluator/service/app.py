@@ -27,7 +27,7 @@ from ..access.enforce import AccessDenied, Principal
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
 from .auth import Unauthenticated
 from .request_guard import AUTHENTICATED, RequestGuard
-from .runtime import PILOT_CLASS, Runtime
+from .runtime import Runtime
 
 API_VERSION = "1"
 
@@ -190,9 +190,9 @@ def create_app(runtime: Runtime) -> FastAPI:
     # -- health ---------------------------------------------------------------------------
     @app.get("/v1/health", tags=["service"])
     async def health() -> dict[str, Any]:
-        """Liveness, the access matrix version and the queue of pilot runs."""
+        """Liveness, the access matrix version and the queue of harness runs."""
         return {"ok": True, "matrix_version": runtime.matrix.version,
-                "pending_pilot_runs": runtime.pending_runs()}
+                "pending_harness_runs": runtime.pending_runs()}
 
     # -- the policy port --------------------------------------------------------------------
     @app.get("/v1/policy/tasks/{class_id}", tags=["policy"], responses=_ERRORS)
@@ -205,7 +205,7 @@ def create_app(runtime: Runtime) -> FastAPI:
     @app.post("/v1/policy/attempts", tags=["policy"], status_code=201, responses=_ERRORS)
     async def submit(body: Submission, authorization: PolicyAuth = None) -> Submitted:
         """Hand in an artefact.  The attempt is in the ledger before anything runs (10.4); a
-        pilot 02 candidate (a unified diff) is queued for the sandboxed harness."""
+        candidate of a class with a registered harness is queued for it."""
         port = runtime.policy_port(await policy(authorization))
         try:
             artefact = base64.b64decode(body.artefact_b64, validate=True)
@@ -214,7 +214,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         attempt_id = await runtime.call(
             lambda: port.submit(body.class_id, artefact, body.claims, body.diagnostics,
                                 instance=body.instance))
-        queued = body.class_id == PILOT_CLASS and runtime.dispatch_pilot(attempt_id, artefact)
+        queued = runtime.dispatch(body.class_id, attempt_id, artefact)
         return Submitted(attempt_id=attempt_id, status="initiated", harness_queued=queued)
 
     @app.get("/v1/policy/attempts/{attempt_id}", tags=["policy"], responses=_ERRORS)

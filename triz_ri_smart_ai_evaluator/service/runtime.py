@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +35,9 @@ from ..access import (
     load_matrix,
 )
 from ..errors import EvaluatorError
+from ..harnesses import runner
+from ..harnesses.protocol import RunOptions
+from ..harnesses.registry import task_classes
 from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
 from ..ledger.log import DEFAULT_ORIGIN, create_log_key, load_log_signer
 from ..ledger.postgres_store import PostgresStore
@@ -46,7 +49,6 @@ from .auth import Authenticator, sync_trusted_sources
 from .config import ServiceConfig
 from .ledger_worker import LedgerWorker
 
-PILOT_CLASS = "pilot_02_feedback_form"
 #: Issue 11: events after the last checkpoint are the unprotected tail; sign one at least this
 #: often while events arrive, and on a timer when they stop arriving.
 CHECKPOINT_SECONDS = 10.0
@@ -75,18 +77,20 @@ def open_store(config: ServiceConfig, base: Path) -> LedgerStore:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class OrphanedRun:
-    """A pilot attempt with a submitted artefact and no outcome (see Runtime._reconcile)."""
+    """An attempt of a class with a harness, submitted with an artefact and without an
+    outcome (see Runtime._reconcile)."""
 
     attempt_id: str
+    task_class: str
     artefact_sha256: str | None
     began: bool
     requeued: bool
 
 
-def orphaned_pilot_runs(store: LedgerStore) -> list[OrphanedRun]:
-    """Every pilot 02 attempt that was submitted with an artefact and has no outcome."""
+def orphaned_runs(store: LedgerStore, classes: Collection[str]) -> list[OrphanedRun]:
+    """Every attempt of ``classes`` that was submitted with an artefact and has no outcome."""
     markers = (b'"attempt.', b'"what":"candidate"')
-    initiated: dict[str, str | None] = {}
+    initiated: dict[str, tuple[str, str | None]] = {}
     finished: set[str] = set()
     began: set[str] = set()
     requeued: set[str] = set()
@@ -96,8 +100,8 @@ def orphaned_pilot_runs(store: LedgerStore) -> list[OrphanedRun]:
         fields = json.loads(body)
         kind, attempt = fields["kind"], fields["attempt"]
         data = fields["data"]
-        if kind == EventKind.ATTEMPT_INITIATED.value and data.get("task_class") == PILOT_CLASS:
-            initiated[attempt] = data.get("artefact_sha256")
+        if kind == EventKind.ATTEMPT_INITIATED.value and data.get("task_class") in classes:
+            initiated[attempt] = (str(data["task_class"]), data.get("artefact_sha256"))
         elif kind in OUTCOME_KINDS:
             finished.add(attempt)
         elif kind == EventKind.ATTEMPT_REQUEUED.value:
@@ -105,8 +109,8 @@ def orphaned_pilot_runs(store: LedgerStore) -> list[OrphanedRun]:
         elif kind == EventKind.EVIDENCE_STORED.value and data.get("what") == "candidate":
             began.add(attempt)
     return [
-        OrphanedRun(a, digest, a in began, a in requeued)
-        for a, digest in initiated.items()
+        OrphanedRun(a, task_class, digest, a in began, a in requeued)
+        for a, (task_class, digest) in initiated.items()
         if a not in finished and digest is not None
     ]
 
@@ -144,8 +148,8 @@ class Runtime:
         except BaseException:
             runtime._ledger.shutdown()
             raise
-        for attempt_id, artefact in requeue:
-            runtime.dispatch_pilot(attempt_id, artefact)
+        for task_class, attempt_id, artefact in requeue:
+            runtime.dispatch(task_class, attempt_id, artefact)
         runtime._timer.start()
         return runtime
 
@@ -163,8 +167,8 @@ class Runtime:
             except EvaluatorError as e:
                 log.error("timed checkpoint: %s", e.diagnostics())
 
-    def _reconcile(self) -> list[tuple[str, bytes]]:
-        """Issue 11, spec 10.4: on start, no pilot attempt queued for the harness before a
+    def _reconcile(self) -> list[tuple[str, str, bytes]]:
+        """Issue 11, spec 10.4: on start, no attempt queued for the harness before a
         crash is left ``initiated`` forever.  Each one whose run never began is queued again
         once (``attempt.requeued``, recorded before it runs); one whose run had begun (the
         harness stored its candidate), was already queued again, or whose artefact is gone
@@ -173,9 +177,9 @@ class Runtime:
         Only this service runs harnesses for its ledger: one service per ledger."""
         if self._harness is None:
             return []  # no worker pool: the attempts wait for an external trusted harness
-        orphans = orphaned_pilot_runs(self.store)
+        orphans = orphaned_runs(self.store, task_classes())
         now = datetime.now(UTC)
-        requeue: list[tuple[str, bytes]] = []
+        requeue: list[tuple[str, str, bytes]] = []
         ended: list[NewEvent] = []
         queued: list[NewEvent] = []
         for orphan in orphans:
@@ -202,10 +206,10 @@ class Runtime:
                 {"reason": "the service restarted before the queued harness run began",
                  "artefact_sha256": orphan.artefact_sha256},
                 actor="evaluator-service", at=now, attempt=orphan.attempt_id))
-            requeue.append((orphan.attempt_id, artefact))
+            requeue.append((orphan.task_class, orphan.attempt_id, artefact))
         if ended or queued:
             self.store.append([*ended, *queued])
-            log.warning("restart: %d pilot run(s) queued again, %d ended errored",
+            log.warning("restart: %d harness run(s) queued again, %d ended errored",
                         len(queued), len(ended))
         return requeue
 
@@ -241,12 +245,14 @@ class Runtime:
                            catalogue=self.catalogue, control_sets=self.control_sets,
                            schedule=self.schedule)
 
-    # -- the pilot harness's worker pool ----------------------------------------------------
-    def dispatch_pilot(self, attempt_id: str, artefact: bytes) -> bool:
-        """Queue a harness run for a pilot 02 attempt; False when the pool is off."""
-        if self._harness is None:
+    # -- the harnesses' worker pool ----------------------------------------------------------
+    def dispatch(self, task_class: str, attempt_id: str, artefact: bytes) -> bool:
+        """Queue a harness run for an attempt of ``task_class``; False when the pool is off or
+        no harness is registered for the class (the attempt then waits for a trusted harness
+        outside the service)."""
+        if self._harness is None or task_class not in task_classes():
             return False
-        future = self._harness.submit(self._run_pilot, attempt_id, artefact)
+        future = self._harness.submit(self._run_harness, task_class, attempt_id, artefact)
         with self._pending_lock:
             self._pending.add(future)
         future.add_done_callback(self._forget)
@@ -260,21 +266,19 @@ class Runtime:
         with self._pending_lock:
             return len(self._pending)
 
-    def _run_pilot(self, attempt_id: str, artefact: bytes) -> None:
-        from ..pilot_02_feedback_form import harness  # noqa: PLC0415 - heavy, only when used
-
+    def _run_harness(self, task_class: str, attempt_id: str, artefact: bytes) -> None:
         out = self.base / self.config.harness.out
         work = out / ".candidates"
         work.mkdir(parents=True, exist_ok=True)
-        diff = work / f"{attempt_id}.diff"
-        diff.write_bytes(artefact)
+        candidate = work / f"{attempt_id}.artefact"
+        candidate.write_bytes(artefact)
         try:
             store = open_store(self.config, self.base)
         except EvaluatorError as e:
             log.error("harness for %s: cannot open the ledger: %s", attempt_id, e.diagnostics())
             return
         try:
-            harness.run(diff, store, out, harness.RunOptions(
+            runner.run_class(task_class, candidate, store, out, RunOptions(
                 attempt_id=attempt_id, unsafe_degraded=self.config.harness.unsafe_degraded,
                 signer=load_log_signer(self.base / self.config.keys)))
         except EvaluatorError as e:
@@ -286,7 +290,7 @@ class Runtime:
         finally:
             store.close()
             with contextlib.suppress(OSError):
-                diff.unlink()
+                candidate.unlink()
 
     @staticmethod
     def _end_unresolved(store: LedgerStore, attempt_id: str, reason: str) -> None:

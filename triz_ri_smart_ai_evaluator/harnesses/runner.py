@@ -1,0 +1,298 @@
+"""The generic attempt runner: the order every executable task class shares (issue 14 item 1).
+
+1. isolation is probed before anything runs when the class needs the sandbox (DESIGN
+   "isolation is measured, not assumed");
+2. the candidate is materialised and its digest fixed in ``attempt.initiated`` before anything
+   about the control set exists (spec 10.4; pilot 2, 6), and stored as evidence;
+3. a commitment to a fresh secret seed is stored, and only then is the control set drawn from
+   it (pilot 6; issue 12 item 12): the bundle reveals the seed after the run;
+4. the class runs and judges the candidate (:meth:`~.protocol.Harness.execute`), storing its
+   evidence through the context;
+5. every stopping condition that fired quarantines the attempt before any award (pilot 12);
+6. the critical layer's decision is recorded, then the signal through the one calculator
+   (``attempts.evaluate``), then the publication bundle with its signed ``MANIFEST`` (pilot 13).
+
+A run for an attempt the policy port opened (``options.attempt_id``) is judged under the rules
+the attempt started with (spec 10.5), and every failure ends it as ``attempt.errored``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import secrets
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from .._io import write_atomic
+from ..errors import EvaluatorError, InputError
+from ..ledger import attempts
+from ..ledger.checkpoint import NoteSigner, sign_note
+from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
+from ..ledger.store import LedgerStore
+from ..rules.loader import load_catalogue
+from ..rules.versions import PinnedRules, pin, rules_version
+from ..sandbox import IsolationError, probe_isolation
+from ..signal.calculator import SignalCalculator
+from ..signal.result import Signal
+from .protocol import Harness, Prepared, RunOptions, RunResult
+from .registry import harness_for
+
+ACTOR = "harness"
+#: How long an attempt the runner opens itself may take before reconcile abandons it.
+ATTEMPT_DEADLINE = timedelta(minutes=30)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def json_bytes(doc: Any) -> bytes:
+    """The bundle's JSON: sorted keys, two-space indent, UTF-8, a final newline."""
+    return (json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
+
+
+def event(kind: EventKind, data: dict[str, Any], attempt: str) -> NewEvent:
+    """One event of the runner's actor, stamped now."""
+    return NewEvent.make(kind, data, actor=ACTOR, at=_now(), attempt=attempt)
+
+
+def store_evidence(store: LedgerStore, attempt_id: str, what: str, data: bytes,
+                   **extra: Any) -> str:
+    """Content-addressed evidence plus its ``evidence.stored`` event (spec 10.3)."""
+    digest = store.put_evidence(data)
+    store.append([event(EventKind.EVIDENCE_STORED,
+                        {"what": what, "digest": digest, "size": len(data), **extra},
+                        attempt_id)])
+    return digest
+
+
+@dataclass(slots=True)
+class _Context:
+    """The :class:`~.protocol.RunContext` the runner lends a class for one run."""
+
+    store: LedgerStore
+    attempt_id: str
+    seed: bytes
+    seed_commitment: str
+    work: Path
+    bundle: Path
+    options: RunOptions
+
+    def evidence(self, what: str, data: bytes, **extra: Any) -> str:
+        return store_evidence(self.store, self.attempt_id, what, data, **extra)
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        self.options.progress(stage, done, total)
+
+
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    """An attempt opened before the run: its id, rules and recorded artefact SHA-256."""
+
+    attempt_id: str
+    pinned: PinnedRules
+    artefact_sha256: str | None
+
+
+def seed_commitment(harness: Harness, seed: bytes) -> str:
+    """``sha256(tag || seed)``: what the ledger holds before the control set is drawn."""
+    return hashlib.sha256(harness.seed_tag + seed).hexdigest()
+
+
+def seed_scheme(tag: bytes) -> str:
+    """How the commitment is computed, for a reader who re-draws the set from the revealed
+    seed: ``sha256('<tag>' || 0x00 || seed)`` for a NUL-terminated tag."""
+    text = tag.removesuffix(b"\x00").decode("ascii", "backslashreplace")
+    nul = " || 0x00" if tag.endswith(b"\x00") else ""
+    return f"sha256('{text}'{nul} || seed)"
+
+
+def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path,
+        options: RunOptions | None = None) -> RunResult:
+    """Evaluate one candidate with ``harness``.  Without ``options.attempt_id`` the runner
+    opens the attempt once the candidate is prepared; an unpreparable candidate or missing
+    isolation raises (InputError, IsolationError) with nothing written.  With it, the attempt
+    the policy port opened (spec 10.4) must be open and of this class (else InputError, nothing
+    written), is judged under the rules it started with (10.5), and every failure ends it as
+    errored."""
+    options = options or RunOptions()
+    if options.size < harness.min_size:
+        raise InputError(f"control-set size {options.size} is below this class's minimum of "
+                         f"{harness.min_size}")
+    opened = None if options.attempt_id is None else _open_attempt(store, harness,
+                                                                    options.attempt_id)
+    support = probe_isolation() if harness.sandboxed and not options.unsafe_degraded else None
+    if support is not None and not support.available:
+        # Refuse before anything runs: without isolation there is no training-grade signal.
+        refusal = f"sandbox isolation not available: {support.reason}"
+        if opened is None:
+            raise IsolationError(f"{refusal} (a labelled, non-training-grade run needs "
+                                 "--unsafe-degraded)")
+        return _errored(store, opened.attempt_id, bundle_root, refusal, "isolation")
+    pinned = opened.pinned if opened else pin(load_catalogue()[harness.task_class],
+                                              started_at=_now())
+    with tempfile.TemporaryDirectory(prefix="trz-harness-") as private:
+        work = Path(private)
+        work.chmod(0o711)  # the sandbox uid may traverse to the candidate tree, not list
+        options.progress("preparing the candidate", 0, 1)
+        try:
+            prepared = harness.prepare(candidate, work)
+            if opened is not None and prepared.artefact_sha256 != opened.artefact_sha256:
+                raise InputError(f"the candidate is not the artefact attempt "
+                                 f"{opened.attempt_id} recorded (its SHA-256 differs)")
+        except InputError as e:
+            if opened is None:
+                raise
+            return _errored(store, opened.attempt_id, bundle_root, e.diagnostics(), "prepare")
+        attempt_id = opened.attempt_id if opened else _initiate(store, harness, pinned,
+                                                                prepared)
+        store_evidence(store, attempt_id, "candidate", prepared.artefact, **prepared.evidence)
+        try:
+            return _evaluate(store, harness, pinned, attempt_id, prepared,
+                             bundle_root / attempt_id, options, work)
+        except EvaluatorError as e:
+            return _errored(store, attempt_id, bundle_root, e.diagnostics(), "run",
+                            prepared.digest)
+
+
+def run_class(task_class: str, candidate: Path, store: LedgerStore, bundle_root: Path,
+              options: RunOptions | None = None) -> RunResult:
+    """:func:`run` with the harness the registry holds for ``task_class``."""
+    return run(harness_for(task_class), candidate, store, bundle_root, options)
+
+
+def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt_id: str,
+              prepared: Prepared, bundle: Path, options: RunOptions, work: Path) -> RunResult:
+    started = time.monotonic()
+    seed = options.seed or secrets.token_bytes(32)
+    commitment = seed_commitment(harness, seed)
+    store_evidence(store, attempt_id, "control_seed_commitment",
+                   json_bytes({"commitment": commitment,
+                               "scheme": seed_scheme(harness.seed_tag)}))
+    controls = harness.draw_controls(seed, options.size)
+    store_evidence(store, attempt_id, "control_set", controls.data, scenarios=controls.count)
+    bundle.mkdir(parents=True, exist_ok=True)
+    ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options)
+    outcome = harness.execute(ctx, prepared, controls)
+    elapsed = time.monotonic() - started
+    if outcome.quarantine:
+        # Pilot 12: quarantined the moment the run's stopping conditions are known, before any
+        # award is computed.
+        store.append([event(EventKind.QUARANTINE_CHANGED, {
+            "status": "quarantined", "reasons": list(outcome.quarantine),
+            "candidate_sha256": prepared.digest}, attempt_id)])
+    store.append([event(EventKind.VERIFIER_DECISION, {
+        "verifier": harness.version, "isolation": outcome.isolation,
+        "degraded_reason": outcome.degraded_reason, "findings": outcome.findings,
+        "metrics": outcome.metrics, **outcome.decision,
+    }, attempt_id)])
+    if outcome.isolation != "full":
+        store.append([event(EventKind.COMMENT_ADDED, {
+            "text": f"isolation degraded ({outcome.degraded_reason}): not a training-grade "
+                    "signal"}, attempt_id)])
+    signal = attempts.evaluate(store, pinned, outcome.inputs, attempt_id=attempt_id, at=_now())
+    summary = {
+        "attempt_id": attempt_id, "task_class": harness.task_class, "status": "completed",
+        "candidate_digest": prepared.digest,
+        "isolation": outcome.isolation if outcome.isolation == "full"
+        else f"degraded: {outcome.degraded_reason}",
+        "rules_version": pinned.version, "signal": str(signal.value),
+        # A critical violation is named as one (issue 12 item 14), not by the outcome code.
+        "outcome": "critical_violation" if signal.critical_violation
+        else signal.outcome.value, "reasons": list(signal.reasons),
+        "quarantine": list(outcome.quarantine), "metrics": outcome.metrics,
+        "seconds": round(elapsed, 3), "scenarios": controls.count, **outcome.summary,
+    }
+    files = dict(outcome.files)
+    files["summary.json"] = json_bytes(summary)
+    files["signal.json"] = json_bytes(signal.to_dict())
+    # Written after the award: the ledger already holds every file it lists but the summary
+    # and the signal, which the log key's signature covers here.
+    files["MANIFEST"] = manifest(files, options.signer, harness.task_class)
+    for name, data in sorted(files.items()):
+        write_atomic(bundle / name, data)
+    harness.publish(bundle, outcome, summary, signal)
+    return RunResult(attempt_id, prepared.digest, "completed", signal, summary, bundle,
+                     outcome.findings, outcome.metrics)
+
+
+def manifest(files: Mapping[str, bytes], signer: NoteSigner | None, task_class: str) -> bytes:
+    """``MANIFEST``: the task class and the SHA-256 of every file of the bundle, as a note
+    signed by the log key (pilot 13) when the run was given it."""
+    lines = [f"{hashlib.sha256(data).hexdigest()}  {name}" for name, data in sorted(files.items())]
+    body = (f"triz-ri bundle manifest v1\nclass: {task_class}\n" + "\n".join(lines)
+            + "\n")
+    if signer is None:
+        return (body + "\nunsigned: the run was not given the log key\n").encode()
+    return sign_note(body, signer).encode()
+
+
+def _open_attempt(store: LedgerStore, harness: Harness, attempt_id: str) -> _Opened:
+    """The open attempt ``attempt_id`` of the harness's class.  Raises InputError otherwise."""
+    events = store.attempt_events(attempt_id)
+    initiated = [e.data for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value]
+    if not initiated:
+        raise InputError(f"attempt {attempt_id!r} was not initiated (spec 10.4)")
+    if initiated[0].get("task_class") != harness.task_class:
+        raise InputError(f"attempt {attempt_id!r} is of task class "
+                         f"{initiated[0].get('task_class')!r}, not {harness.task_class}")
+    ended = [e.kind for e in events if e.kind in OUTCOME_KINDS]
+    if ended:
+        raise InputError(f"attempt {attempt_id!r} already has an outcome ({ended[0]})")
+    return _Opened(attempt_id, pinned_at_start(store, initiated[0]),
+                   initiated[0].get("artefact_sha256"))
+
+
+def pinned_at_start(store: LedgerStore, initiated: Mapping[str, Any]) -> PinnedRules:
+    """spec 10.5: the rules version an attempt started with, pinned at its start, from the
+    catalogue if it still serves it, else from the ledger's ``rules.published``."""
+    version = str(initiated["rules_version"])
+    tc = load_catalogue().get(str(initiated.get("task_class")))
+    if tc is None or rules_version(tc) != version:
+        # issue 10: the ledger's copy is checked against its hash before it is used.
+        tc = attempts.rules_in_ledger(store, version)
+    return pin(tc, started_at=datetime.fromisoformat(str(initiated["started_at"])),
+               version=version)
+
+
+def _initiate(store: LedgerStore, harness: Harness, pinned: PinnedRules,
+              prepared: Prepared) -> str:
+    """Open an attempt for a candidate handed straight to the runner; return its id."""
+    started = _now()
+    attempt_id = f"{harness.id_prefix}-{started.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+    attempts.initiate(store, pinned, attempt_id=attempt_id, task_version="1",
+                      started_at=started, deadline=started + ATTEMPT_DEADLINE,
+                      verifier_version=harness.version, artefact_sha256=prepared.digest)
+    return attempt_id
+
+
+def _errored(store: LedgerStore, attempt_id: str, bundle_root: Path, reason: str, stage: str,
+             digest: str | None = None) -> RunResult:
+    """End the attempt as ``attempt.errored`` with a one-line reason, and say so in the bundle."""
+    reason = " ".join(reason.split())
+    store.append([event(EventKind.ATTEMPT_ERRORED, {"reason": reason, "stage": stage},
+                        attempt_id)])
+    summary = {"attempt_id": attempt_id, "status": "errored", "error": reason,
+               "candidate_digest": digest}
+    bundle = bundle_root / attempt_id
+    write_atomic(bundle / "summary.json", json_bytes(summary))
+    return RunResult(attempt_id, digest or "", "errored", None, summary, bundle)
+
+
+def signal_of(store: LedgerStore, attempt_id: str) -> Signal | None:
+    """Recompute the award of a recorded attempt from its events (for tests and reports)."""
+    events = store.attempt_events(attempt_id)
+    initiated = next((e for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value), None)
+    if initiated is None:
+        return None
+    with contextlib.suppress(EvaluatorError):
+        pinned = pinned_at_start(store, initiated.data)
+        return SignalCalculator(pinned).compute(attempts.inputs_from_events(events))
+    return None
