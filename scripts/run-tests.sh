@@ -7,11 +7,22 @@
 # two share this machine's cores well; the sandbox tests stay in one process because some of
 # them check that no sandbox is left behind. Any arguments (a path, -m "not slow", -k ...) run
 # one plain pytest with them instead.
+#
+# --fast (first argument) is the developers' inner loop: the linters, then every test that is
+# not marked slow, sandbox, postgres or root (tests/conftest.py applies the markers), with the
+# hypothesis "fast" profile (few examples), as two pytest processes side by side. Arguments
+# after --fast go to both (-x, -k ...). CI runs the script without arguments: everything.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
-# The PostgreSQL ledger tests run against the real local server: start it if it is down.
-bash scripts/ensure-postgres.sh
+fast=0
+if [ "${1:-}" = "--fast" ]; then
+    fast=1
+    shift
+else
+    # The PostgreSQL ledger tests run against the real local server: start it if it is down.
+    bash scripts/ensure-postgres.sh
+fi
 .venv/bin/ruff check .
 .venv/bin/mypy
 
@@ -22,6 +33,41 @@ SANDBOXED=(tests/pilot tests/sandbox tests/service)
 collected_nothing() {
     echo "run-tests: pytest collected no tests ($1): failing on purpose" >&2
 }
+
+if [ "$fast" -eq 1 ]; then
+    export HYPOTHESIS_PROFILE=fast
+    fast_marks="not slow and not sandbox and not postgres and not root"
+    # The ledger tests are about half of the fast selection: they run beside the rest.
+    log="$(mktemp -t triz-fast-tests.XXXXXX)"
+    trap 'rm -f "$log"' EXIT
+    .venv/bin/python -m pytest -q -p no:cacheprovider -m "$fast_marks" "$@" tests/ledger \
+        >"$log" 2>&1 &
+    ledger_pid=$!
+    trap '[ -z "$ledger_pid" ] || kill "$ledger_pid" 2>/dev/null || true; rm -f "$log"' EXIT
+    rest=0
+    .venv/bin/python -m pytest -q -p no:cacheprovider -m "$fast_marks" --ignore=tests/ledger \
+        "$@" tests || rest=$?
+    ledger=0
+    wait "$ledger_pid" || ledger=$?
+    ledger_pid=""
+    echo
+    echo "run-tests: the ledger tests (tests/ledger):"
+    cat "$log"
+    # 5 (nothing collected) is not a failure here: -k may leave one part empty.
+    for pair in "rest:$rest" "ledger:$ledger"; do
+        code="${pair#*:}"
+        if [ "$code" -ne 0 ] && [ "$code" -ne 5 ]; then
+            echo "run-tests: --fast FAILED (the rest: exit $rest; tests/ledger: exit $ledger)" >&2
+            exit 1
+        fi
+    done
+    if [ "$rest" -eq 5 ] && [ "$ledger" -eq 5 ]; then
+        collected_nothing "--fast $*"
+        exit 1
+    fi
+    echo "run-tests: --fast passed (not the slow, sandbox, postgres or root tests: CI runs them)"
+    exit 0
+fi
 
 if [ "$#" -gt 0 ]; then
     status=0

@@ -1,15 +1,48 @@
-"""Project-wide test configuration: the ``slow`` marker for the developers' inner loop.
+"""Project-wide test configuration: the markers of the fast loop, the hypothesis profiles, and
+``triz_eval``, the CLI run in process.
 
-``bash scripts/run-tests.sh -m "not slow"`` runs everything but the suites below, which start
-real sandboxes and servers or run thousands of property examples; CI runs them all.
+Markers (declared in pyproject.toml; applied here by path or fixture, so no test file has to
+remember them):
+
+``sandbox``   starts real sandboxes, or a service whose worker pool does: all of tests/pilot,
+              tests/sandbox and tests/service (the part ``run-tests.sh`` runs beside the rest).
+``postgres``  needs the local PostgreSQL server: every test using the ``pg_admin_dsn`` fixture
+              (``pg_ledger`` and the templates build on it) or a ``pg``/``postgres`` backend id.
+``root``      needs root (namespaces, veths, nftables, cgroups, bwrap): listed in ``_ROOT``.
+``slow``      real servers, crash and tamper matrices, thousands of property examples: the files
+              in ``_SLOW``, and ``@pytest.mark.slow`` on single tests (the installed script in a
+              subprocess, next to the refusals that run in process).
+
+``bash scripts/run-tests.sh --fast`` deselects all four and runs the property tests with the
+``fast`` hypothesis profile (``HYPOTHESIS_PROFILE=fast``: at most ``FAST_EXAMPLES`` examples each,
+even where a test asks for more); CI runs everything with the default profile.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
+_TESTS = Path(__file__).resolve().parent
+
+_SANDBOX = ("pilot/", "sandbox/", "service/")
+_ROOT = (
+    "sandbox/test_network.py",
+    "sandbox/test_process.py",
+    "pilot/test_harness.py",
+    "pilot/test_harness_existing_attempt.py",
+    "pilot/test_blind_spots.py",
+    "service/test_hostile.py::test_queued_runs_lost_in_a_kill_9_each_end_completed_or_errored",
+    "service/test_service.py::test_pilot_submission_runs_in_the_worker_pool",
+)
 _SLOW = (
     "pilot/",
     "sandbox/",
@@ -25,8 +58,6 @@ _SLOW = (
     "ledger/test_crash_safety.py",
     "ledger/test_concurrent_writers.py",
     "ledger/test_one_decision_path.py",
-    "ledger/test_ledger_bad_input.py",
-    "ledger/test_escrow_cli_provenance.py",
     "service/test_service.py",
     "service/test_hostile_limits.py",
     "provenance/test_echo_trusted_negative.py",
@@ -34,11 +65,126 @@ _SLOW = (
     "verifier/test_corpus.py",
     "test_cli_fuzz.py",
 )
-_ROOT = Path(__file__).resolve().parent
+#: The fixtures that connect to PostgreSQL (``pg_ledger`` depends on ``pg_admin_dsn``).
+_POSTGRES_FIXTURES = frozenset({"pg_admin_dsn", "pg_template"})
+#: Parameter ids of the tests that pick their backend inside the test (``getfixturevalue``).
+_POSTGRES_IDS = frozenset({"pg", "postgres", "postgresql"})
+
+# -- hypothesis profiles -------------------------------------------------------------------------
+FAST_EXAMPLES = 10
+settings.register_profile("fast", max_examples=FAST_EXAMPLES)
+_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
+settings.load_profile(_PROFILE)
+
+
+def _cap_examples(item: pytest.Item) -> None:
+    """Fast profile: a test's own ``@settings(max_examples=N)`` is lowered to FAST_EXAMPLES.
+
+    A decorator's explicit value wins over any profile, so the profile alone would leave the
+    heavy property tests as slow as in CI.  Hypothesis reads the settings from this attribute
+    of the wrapped test each time it runs; if a later version stops doing so, the tests still
+    run, only with their own number of examples."""
+    test = getattr(item, "obj", None)
+    current = getattr(test, "_hypothesis_internal_use_settings", None)
+    if isinstance(current, settings) and current.max_examples > FAST_EXAMPLES:
+        test._hypothesis_internal_use_settings = settings(  # type: ignore[union-attr]
+            current, max_examples=FAST_EXAMPLES)
+
+
+def _relative(item: pytest.Item) -> str:
+    """The item's file relative to tests/ ("" outside it: no marker by path)."""
+    path = Path(str(item.path)).resolve()
+    return path.relative_to(_TESTS).as_posix() if path.is_relative_to(_TESTS) else ""
+
+
+def _param_ids(item: pytest.Item) -> set[str]:
+    spec = getattr(item, "callspec", None)
+    return set(spec.id.split("-")) if spec is not None else set()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        relative = Path(str(item.fspath)).resolve().relative_to(_ROOT).as_posix()
-        if relative.startswith(_SLOW):
+        path = _relative(item)
+        node = path + "::" + item.name.split("[", 1)[0]
+        if path and path.startswith(_SANDBOX):
+            item.add_marker(pytest.mark.sandbox)
+        if path and path.startswith(_SLOW):
             item.add_marker(pytest.mark.slow)
+        if path and (path.startswith(_ROOT) or node in _ROOT):
+            item.add_marker(pytest.mark.root)
+        if _POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())) or (
+                _POSTGRES_IDS & _param_ids(item)):
+            item.add_marker(pytest.mark.postgres)
+        if _PROFILE == "fast":
+            _cap_examples(item)
+
+
+# -- the CLI in process --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CliResult:
+    """One ``triz-eval`` run; the names of ``subprocess.CompletedProcess``."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+#: What a plain interpreter does not print (its default warning filters).
+_SILENT_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+@pytest.fixture
+def triz_eval(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+              ) -> Callable[..., CliResult]:
+    """``triz_eval(*args, env=None, cwd=None)`` runs ``triz-eval ARGS`` through the console
+    script's entry function (``cli.main``) in this process and returns its exit code, stdout
+    and stderr.
+
+    As the subprocess tests ran it: ``env`` is the whole environment of the run, as for
+    ``subprocess.run`` (default: this one without ``TRIZ_EVAL_*`` variables, ``COLUMNS=300``);
+    ``cwd`` its working directory; warnings a plain interpreter would print and log records of
+    warning level end up on stderr.  One run at a time: the runs share sys.argv, the working
+    directory and the captured streams.  Keep a real subprocess test of the installed script
+    for what depends on being a separate process."""
+    from triz_ri_smart_ai_evaluator.cli import main
+
+    for name in list(os.environ):
+        if name.startswith("TRIZ_EVAL_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("COLUMNS", "300")
+
+    def run(*args: object, env: Mapping[str, str] | None = None,
+            cwd: Path | None = None) -> CliResult:
+        capsys.readouterr()  # what the test printed before is not the command's
+        handler = logging.StreamHandler()  # made now: writes to the captured sys.stderr
+        handler.setLevel(logging.WARNING)
+        code: object = 0
+        with monkeypatch.context() as patch, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            if env is not None:
+                for name in list(os.environ):
+                    if name not in env:
+                        patch.delenv(name)
+                for name, value in env.items():
+                    patch.setenv(name, value)
+            if cwd is not None:
+                patch.chdir(cwd)
+            patch.setattr(sys, "argv", ["triz-eval", *map(str, args)])
+            logging.getLogger().addHandler(handler)
+            try:
+                main()
+            except SystemExit as e:
+                code = e.code
+            finally:
+                logging.getLogger().removeHandler(handler)
+        shown = [w for w in caught if not issubclass(w.category, _SILENT_WARNINGS)]
+        for w in shown:
+            sys.stderr.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno))
+        if isinstance(code, str):  # sys.exit("text"): the interpreter prints it, exit 1
+            sys.stderr.write(code + "\n")
+            code = 1
+        captured = capsys.readouterr()
+        assert code is None or isinstance(code, int), code
+        return CliResult(code or 0, captured.out, captured.err)
+
+    return run
