@@ -7,8 +7,10 @@ the service uses; now the late file carries the trusted source's signed confirma
 of the service's ``confirmation`` payload), the command submits it to the register over the same
 ledger, and every evidence digest must resolve to a stored blob.
 
-Each case runs the installed ``triz-eval`` in a subprocess against a real SQLite ledger, as in
-test_ledger_bad_input.py: exit 2 or 3, one ``triz-eval: error:`` line, no traceback.
+Each case runs ``triz-eval`` against a real SQLite ledger, as in test_ledger_bad_input.py: exit 2
+or 3, one ``triz-eval: error:`` line, no traceback.  The refusals run in process through the
+console script's entry function (``cli.main``, the ``triz_eval`` fixture); the honest paths run
+the installed script in a subprocess, exactly as a user meets it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import CliResult
 from tests.ledger._attempt_cli import with_stored_evidence
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
 from triz_ri_smart_ai_evaluator.ledger import attempts
@@ -60,7 +64,10 @@ def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
                           timeout=120, env=env, check=False)
 
 
-def one_line_error(proc: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
+Result = subprocess.CompletedProcess[str] | CliResult
+
+
+def one_line_error(proc: Result, code: int, *needles: str) -> str:
     context = f"exit {proc.returncode}; stdout: {proc.stdout!r}; stderr: {proc.stderr!r}"
     assert "Traceback" not in proc.stderr + proc.stdout, context
     assert proc.returncode == code, context
@@ -74,9 +81,11 @@ def one_line_error(proc: subprocess.CompletedProcess[str], code: int, *needles: 
 
 @dataclass
 class Home:
-    """A ledger with a delayed-class attempt in escrow; the tracker's key on disk."""
+    """A ledger with a delayed-class attempt in escrow; the tracker's key on disk; how its
+    commands run (the installed script, or ``triz_eval`` in process)."""
 
     root: Path
+    cli: Callable[..., Result] = run
 
     @property
     def db(self) -> Path:
@@ -100,15 +109,15 @@ class Home:
         """The trusted source's side: ``escrow sign-confirmation`` on a content file."""
         content_file = self.write("content.json", content)
         out = self.root / "confirmation.json"
-        proc = run("escrow", "sign-confirmation", "--key", key or self.tracker_key,
-                   "--source", source, "--attempt", attempt, "--content", content_file,
-                   "--out", out)
+        proc = self.cli("escrow", "sign-confirmation", "--key", key or self.tracker_key,
+                        "--source", source, "--attempt", attempt, "--content", content_file,
+                        "--out", out)
         assert proc.returncode == 0, proc.stderr
         return dict(json.loads(out.read_text(encoding="utf-8")))
 
-    def settle(self, late_file: Path) -> subprocess.CompletedProcess[str]:
-        return run("escrow", "settle", ATTEMPT, "--late", late_file, "--db", self.db,
-                   "--keys", self.keys)
+    def settle(self, late_file: Path) -> Result:
+        return self.cli("escrow", "settle", ATTEMPT, "--late", late_file, "--db", self.db,
+                        "--keys", self.keys)
 
     def events(self) -> list[Any]:
         store = open_sqlite_ledger(self.db, read_only=True)
@@ -141,11 +150,12 @@ def late_file(home: Home, confirmations: list[dict[str, Any]], *, value: str,
 
 
 def make_home(root: Path, *, register_tracker: bool = True,
-              policy_outputs: tuple[str, ...] = (CLAIM,)) -> Home:
+              policy_outputs: tuple[str, ...] = (CLAIM,),
+              cli: Callable[..., Result] = run) -> Home:
     """What the evaluator service would have written: the attempt and its escrow, the tracker
     registered as a source with its Ed25519 key (service/runtime.py registers trusted
     principals the same way), the policy's outputs fingerprinted."""
-    home = Home(root)
+    home = Home(root, cli)
     create_log_key(home.keys, origin="escrow-cli.test.example/log")
     started = datetime.now(UTC) - timedelta(days=2)
     store = open_sqlite_ledger(home.db, home.keys)
@@ -176,37 +186,47 @@ def make_home(root: Path, *, register_tracker: bool = True,
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Home:
+def home(tmp_path: Path, triz_eval: Callable[..., CliResult]) -> Home:
+    """The commands in process."""
+    return make_home(tmp_path, cli=triz_eval)
+
+
+@pytest.fixture
+def script_home(tmp_path: Path) -> Home:
+    """The commands through the installed script."""
     return make_home(tmp_path)
 
 
 # -- the honest paths ------------------------------------------------------------------------
-def test_the_honest_path_settles_through_the_register(home: Home) -> None:
+@pytest.mark.slow  # the installed script in subprocesses
+def test_the_honest_path_settles_through_the_register(script_home: Home) -> None:
     """11.20: the tracker's signed "no recurrence" report, accepted by the register, releases
     the held share under the attempt's original rules."""
-    confirmation = home.sign(NO_RECURRENCE)
-    proc = home.settle(late_file(home, [confirmation], value="1",
-                                 evidence=[digest_of(NO_RECURRENCE)]))
+    confirmation = script_home.sign(NO_RECURRENCE)
+    proc = script_home.settle(late_file(script_home, [confirmation], value="1",
+                                        evidence=[digest_of(NO_RECURRENCE)]))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["kind"] == "released"
     assert [c["status"] for c in result["confirmations"]] == ["accepted"]
-    assert home.escrow_kinds() == ["escrow.held", "escrow.released"]
-    kinds = [e.kind for e in home.events()]
+    assert script_home.escrow_kinds() == ["escrow.held", "escrow.released"]
+    kinds = [e.kind for e in script_home.events()]
     assert "confirmation.received" in kinds
 
 
-def test_a_signed_recurrence_adjusts_the_escrow_down(home: Home) -> None:
-    confirmation = home.sign(RECURRENCE)
-    proc = home.settle(late_file(home, [confirmation], value="0",
-                                 evidence=[digest_of(RECURRENCE)]))
+@pytest.mark.slow  # the installed script in subprocesses
+def test_a_signed_recurrence_adjusts_the_escrow_down(script_home: Home) -> None:
+    confirmation = script_home.sign(RECURRENCE)
+    proc = script_home.settle(late_file(script_home, [confirmation], value="0",
+                                        evidence=[digest_of(RECURRENCE)]))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["kind"] == "adjusted"
     assert result["echo_collision"] == []
-    assert home.escrow_kinds() == ["escrow.held", "escrow.adjusted"]
+    assert script_home.escrow_kinds() == ["escrow.held", "escrow.adjusted"]
 
 
+@pytest.mark.slow  # the installed script in subprocesses
 def test_a_recurrence_the_policy_wrote_first_still_settles_and_the_collision_is_recorded(
     tmp_path: Path,
 ) -> None:
@@ -227,8 +247,11 @@ def test_a_recurrence_the_policy_wrote_first_still_settles_and_the_collision_is_
     assert record["escrow"][-1]["echo_collision"][0]["source"] == TRACKER
 
 
-def test_a_policy_echoed_favourable_report_does_not_settle(tmp_path: Path) -> None:
-    home = make_home(tmp_path, policy_outputs=(canonical_json(NO_RECURRENCE).decode(),))
+def test_a_policy_echoed_favourable_report_does_not_settle(
+    tmp_path: Path, triz_eval: Callable[..., CliResult],
+) -> None:
+    home = make_home(tmp_path, policy_outputs=(canonical_json(NO_RECURRENCE).decode(),),
+                     cli=triz_eval)
     confirmation = home.sign(NO_RECURRENCE)
     proc = home.settle(late_file(home, [confirmation], value="1",
                                  evidence=[digest_of(NO_RECURRENCE)]))
@@ -284,8 +307,10 @@ def test_a_confirmation_that_does_not_authenticate_settles_nothing(home: Home, c
     assert received[-1].data["decision"]["status"] == "quarantined"
 
 
-def test_a_confirmation_from_a_source_not_registered_settles_nothing(tmp_path: Path) -> None:
-    home = make_home(tmp_path, register_tracker=False)
+def test_a_confirmation_from_a_source_not_registered_settles_nothing(
+    tmp_path: Path, triz_eval: Callable[..., CliResult],
+) -> None:
+    home = make_home(tmp_path, register_tracker=False, cli=triz_eval)
     confirmation = home.sign(NO_RECURRENCE)
     proc = home.settle(late_file(home, [confirmation], value="1",
                                  evidence=[digest_of(NO_RECURRENCE)]))
@@ -331,6 +356,7 @@ def test_a_confirmation_for_another_attempt_is_bad_input(home: Home) -> None:
 
 
 # -- the trusted source's side ---------------------------------------------------------------
+@pytest.mark.slow  # the installed script in subprocesses
 def test_sign_confirmation_is_documented_and_verifies(home: Home) -> None:
     helped = run("escrow", "sign-confirmation", "--help")
     assert helped.returncode == 0
@@ -346,6 +372,6 @@ def test_sign_confirmation_is_documented_and_verifies(home: Home) -> None:
 def test_sign_confirmation_with_a_bad_key_file_is_bad_input(home: Home) -> None:
     bad = home.write("bad.key", "not a key")
     content = home.write("c.json", NO_RECURRENCE)
-    proc = run("escrow", "sign-confirmation", "--key", bad, "--source", TRACKER,
-               "--attempt", ATTEMPT, "--content", content)
+    proc = home.cli("escrow", "sign-confirmation", "--key", bad, "--source", TRACKER,
+                    "--attempt", ATTEMPT, "--content", content)
     one_line_error(proc, 2, "bad.key")

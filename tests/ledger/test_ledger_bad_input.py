@@ -1,10 +1,12 @@
 """Bad input to the ledger commands (issue 3): a corrupt database file, a damaged evidence blob,
 a malformed checkpoint note, a wrong key file.
 
-Each case runs the installed ``triz-eval`` script in a subprocess, exactly as a user meets it,
-and requires: exit code 2 (bad input) or 3 (integrity), never 1 or 70; a single stderr line
-``triz-eval: error: ...`` naming the problem; no traceback; and the database file byte for byte
-as it was (a command never repairs, rewrites or destroys what it was given).
+Each case runs ``triz-eval`` in process through the console script's entry function
+(``cli.main``, with the ``triz_eval`` fixture; the reference ledger's check runs the installed
+script in a subprocess, exactly as a user meets it), and requires: exit code 2 (bad input) or 3
+(integrity), never 1 or 70; a single stderr line ``triz-eval: error: ...`` naming the problem;
+no traceback; and the database file byte for byte as it was (a command never repairs, rewrites
+or destroys what it was given).
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import CliResult
 from triz_ri_smart_ai_evaluator.errors import InputError
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import (
     SIG_COSIGNATURE_V1,
@@ -46,6 +48,7 @@ AT = "2025-03-01T12:00:00.000000Z"
 EVENTS = 120
 EVIDENCE_EVERY = 20
 PAGE = 4096
+Run = Callable[..., CliResult]
 
 
 # -- the ledger every case starts from -------------------------------------------------------------
@@ -121,14 +124,15 @@ def home(reference: Path, tmp_path: Path) -> Home:
 
 
 # -- running the CLI -------------------------------------------------------------------------------
-def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def run_script(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The installed script in a subprocess."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRIZ_EVAL_")}
     env["COLUMNS"] = "300"
     return subprocess.run([str(TRIZ_EVAL), *map(str, args)], capture_output=True, text=True,
                           timeout=120, env=env, check=False)
 
 
-def one_line_error(proc: subprocess.CompletedProcess[str], codes: tuple[int, ...],
+def one_line_error(proc: subprocess.CompletedProcess[str] | CliResult, codes: tuple[int, ...],
                    *needles: str) -> str:
     """The checks every case shares; returns the error line."""
     context = f"exit {proc.returncode}; stderr: {proc.stderr!r}"
@@ -166,7 +170,7 @@ def noise(n: int, seed: int) -> bytes:
 
 
 def test_the_reference_ledger_verifies(home: Home) -> None:
-    proc = run(*home.verify_args())
+    proc = run_script(*home.verify_args())
     assert proc.returncode == 0, proc.stderr
     assert "2 witnessed checkpoints match" in proc.stdout, proc.stdout
 
@@ -223,8 +227,8 @@ EVERY_COMMAND = ("garbage bytes", "garbage after a valid header")
 
 
 @pytest.mark.parametrize("how", CORRUPTIONS)
-def test_a_corrupt_database_is_a_clear_integrity_error_for_every_command(home: Home,
-                                                                         how: str) -> None:
+def test_a_corrupt_database_is_a_clear_integrity_error_for_every_command(
+        home: Home, how: str, triz_eval: Run) -> None:
     corrupt(home, how)
     commands = {**_read_commands(home), **_write_commands(home)}
     if how not in EVERY_COMMAND:
@@ -232,7 +236,7 @@ def test_a_corrupt_database_is_a_clear_integrity_error_for_every_command(home: H
 
     def one(name: str) -> str | None:
         with unchanged(home.db):
-            proc = run(*commands[name])
+            proc = triz_eval(*commands[name])
         try:
             one_line_error(proc, (3,), str(home.db))
         except AssertionError as e:
@@ -241,8 +245,7 @@ def test_a_corrupt_database_is_a_clear_integrity_error_for_every_command(home: H
             return f"{name}: does not say the file is not a readable ledger: {proc.stderr!r}"
         return None
 
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        failures = [f for f in pool.map(one, sorted(commands)) if f]
+    failures = [f for f in map(one, sorted(commands)) if f]  # one at a time: in process
     assert not failures, "\n".join(failures)
 
 
@@ -256,7 +259,8 @@ def _pages(db: Path) -> dict[int, str]:
         conn.close()
 
 
-def test_a_valid_file_with_any_one_page_overwritten(reference: Path, tmp_path: Path) -> None:
+def test_a_valid_file_with_any_one_page_overwritten(reference: Path, tmp_path: Path,
+                                                    triz_eval: Run) -> None:
     """Every page in turn overwritten with noise.  A page of the events, evidence or checkpoints
     (or the schema) must give exit 3; any other page (the attempt index, the cached head) may
     verify, since verification never reads it.  Never a crash, never a changed file."""
@@ -269,7 +273,7 @@ def test_a_valid_file_with_any_one_page_overwritten(reference: Path, tmp_path: P
         shutil.copytree(reference, home.root)
         overwrite(home.db, (page - 1) * PAGE, noise(PAGE, page))
         with unchanged(home.db):
-            proc = run(*home.verify_args())
+            proc = triz_eval(*home.verify_args())
         what = f"page {page} ({pages[page]})"
         codes = (3,) if pages[page] in must_fail else (0, 3)
         if proc.returncode == 0 and codes == (0, 3):
@@ -280,20 +284,20 @@ def test_a_valid_file_with_any_one_page_overwritten(reference: Path, tmp_path: P
             return f"{what}: {e}"
         return None
 
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        failures = [f for f in pool.map(one, sorted(pages)) if f]
+    failures = [f for f in map(one, sorted(pages)) if f]  # one at a time: in process
     assert not failures, f"{len(failures)} of {len(pages)} pages:\n" + "\n".join(failures)
 
 
-def test_a_missing_database_is_an_input_error_and_is_not_created(home: Home) -> None:
+def test_a_missing_database_is_an_input_error_and_is_not_created(home: Home,
+                                                                 triz_eval: Run) -> None:
     missing = home.root / "nowhere.db"
-    proc = run("ledger", "verify", "--db", missing, "--keys", home.keys)
+    proc = triz_eval("ledger", "verify", "--db", missing, "--keys", home.keys)
     one_line_error(proc, (2,), "no ledger database")
     assert not missing.exists()
 
 
-def test_a_directory_as_the_database(home: Home) -> None:
-    proc = run("ledger", "verify", "--db", home.keys, "--keys", home.keys)
+def test_a_directory_as_the_database(home: Home, triz_eval: Run) -> None:
+    proc = triz_eval("ledger", "verify", "--db", home.keys, "--keys", home.keys)
     one_line_error(proc, (2, 3), str(home.keys))
 
 
@@ -313,24 +317,24 @@ def _ledger_sql(db: Path, *statements: tuple[str, tuple[object, ...]]) -> None:
 
 
 @pytest.mark.parametrize("cut", ["half", "one byte short", "empty"])
-def test_a_truncated_evidence_blob_is_named(home: Home, cut: str) -> None:
+def test_a_truncated_evidence_blob_is_named(home: Home, cut: str, triz_eval: Run) -> None:
     victim = EVIDENCE_EVERY * 2
     blob = evidence_blob(victim)
     digest = hashlib.sha256(blob).hexdigest()
     short = {"half": blob[: len(blob) // 2], "one byte short": blob[:-1], "empty": b""}[cut]
     _ledger_sql(home.db, ("UPDATE evidence SET data = ? WHERE digest = ?", (short, digest)))
     with unchanged(home.db):
-        proc = run(*home.verify_args())
+        proc = triz_eval(*home.verify_args())
     line = one_line_error(proc, (3,), "evidence", digest[:16])
     assert f"event {victim}" in line, line
 
 
-def test_a_missing_evidence_blob_is_named(home: Home) -> None:
+def test_a_missing_evidence_blob_is_named(home: Home, triz_eval: Run) -> None:
     victim = EVIDENCE_EVERY * 4
     digest = hashlib.sha256(evidence_blob(victim)).hexdigest()
     _ledger_sql(home.db, ("DELETE FROM evidence WHERE digest = ?", (digest,)))
     with unchanged(home.db):
-        proc = run(*home.verify_args())
+        proc = triz_eval(*home.verify_args())
     line = one_line_error(proc, (3,), "not stored", digest[:16])
     assert f"event {victim}" in line, line
 
@@ -348,7 +352,7 @@ NOTES = {
 
 
 @pytest.mark.parametrize("kind", sorted(NOTES))
-def test_a_malformed_checkpoint_note_in_the_database(home: Home, kind: str) -> None:
+def test_a_malformed_checkpoint_note_in_the_database(home: Home, kind: str, triz_eval: Run) -> None:
     conn = sqlite3.connect(home.db)
     size, note = conn.execute("SELECT size, note FROM checkpoints ORDER BY size LIMIT 1"
                               ).fetchone()
@@ -358,7 +362,7 @@ def test_a_malformed_checkpoint_note_in_the_database(home: Home, kind: str) -> N
     forged = NOTES[kind].format(origin=origin, root=root, sig=sig)
     _ledger_sql(home.db, ("UPDATE checkpoints SET note = ? WHERE size = ?", (forged, size)))
     with unchanged(home.db):
-        proc = run(*home.verify_args())
+        proc = triz_eval(*home.verify_args())
     one_line_error(proc, (3,), f"checkpoint at size {size}")
 
 
@@ -369,7 +373,7 @@ def _history(home: Home) -> Path:
 
 @pytest.mark.parametrize("kind", ["garbage line", "note garbled", "torn last line",
                                   "note of another size"])
-def test_a_malformed_witness_note(home: Home, kind: str) -> None:
+def test_a_malformed_witness_note(home: Home, kind: str, triz_eval: Run) -> None:
     history = _history(home)
     lines = history.read_text(encoding="utf-8").splitlines(keepends=True)
     record = json.loads(lines[0])
@@ -385,22 +389,22 @@ def test_a_malformed_witness_note(home: Home, kind: str) -> None:
         lines[0] = json.dumps(record) + "\n"
     history.write_text("".join(lines), encoding="utf-8")
     with unchanged(home.db, history):
-        proc = run(*home.verify_args())
+        proc = triz_eval(*home.verify_args())
     one_line_error(proc, (3,), "witness")
 
 
-def test_a_corrupt_witness_state_stops_cosigning(home: Home) -> None:
+def test_a_corrupt_witness_state_stops_cosigning(home: Home, triz_eval: Run) -> None:
     (state,) = home.witness.glob("logs/*/checkpoint")
     state.write_text("garbage\n", encoding="utf-8")
     with unchanged(home.db, state, _history(home)):
-        proc = run("witness", "cosign", "--dir", home.witness, "--db", home.db,
-                   "--keys", home.keys)
+        proc = triz_eval("witness", "cosign", "--dir", home.witness, "--db", home.db,
+                         "--keys", home.keys)
     one_line_error(proc, (3,), "witness state", "corrupt")
 
 
 @pytest.mark.parametrize("kind", ["truncated json", "note garbled", "not an object"])
-def test_a_malformed_proof_document(home: Home, kind: str) -> None:
-    proc = run("ledger", "prove", "--seq", "5", "--db", home.db)
+def test_a_malformed_proof_document(home: Home, kind: str, triz_eval: Run) -> None:
+    proc = triz_eval("ledger", "prove", "--seq", "5", "--db", home.db)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     if kind == "truncated json":
@@ -413,7 +417,7 @@ def test_a_malformed_proof_document(home: Home, kind: str) -> None:
         text = "[1, 2, 3]"
     proof = home.root / "proof.json"
     proof.write_text(text, encoding="utf-8")
-    proc = run("ledger", "verify-proof", proof, "--keys", home.keys)
+    proc = triz_eval("ledger", "verify-proof", proof, "--keys", home.keys)
     one_line_error(proc, (2, 3), "proof" if kind != "note garbled" else "note")
 
 
@@ -451,16 +455,16 @@ def _write(home: Home, name: str, data: bytes) -> Path:
 
 
 @pytest.mark.parametrize("kind", sorted(WRONG_LOG_VKEYS))
-def test_a_wrong_log_key_file_for_verify(home: Home, kind: str) -> None:
+def test_a_wrong_log_key_file_for_verify(home: Home, kind: str, triz_eval: Run) -> None:
     make, code, needle = WRONG_LOG_VKEYS[kind]
     vkey = make(home)
     with unchanged(home.db):
-        proc = run(*home.verify_args("--log-vkey", vkey))
+        proc = triz_eval(*home.verify_args("--log-vkey", vkey))
     one_line_error(proc, (code,), needle)
 
 
 @pytest.mark.parametrize("kind", ["another witness", "the log's key", "garbage"])
-def test_a_wrong_witness_key_file_for_verify(home: Home, kind: str) -> None:
+def test_a_wrong_witness_key_file_for_verify(home: Home, kind: str, triz_eval: Run) -> None:
     codes: tuple[int, ...]
     if kind == "another witness":
         vkey, codes, needle = _other_witness_vkey(home), (3,), "witness"
@@ -469,13 +473,13 @@ def test_a_wrong_witness_key_file_for_verify(home: Home, kind: str) -> None:
     else:
         vkey, codes, needle = _write(home, "w.vkey", b"nonsense\n"), (2,), "verifier key"
     with unchanged(home.db):
-        proc = run(*home.verify_args("--witness-vkey", vkey))
+        proc = triz_eval(*home.verify_args("--witness-vkey", vkey))
     one_line_error(proc, codes, needle)
 
 
 @pytest.mark.parametrize("kind", ["garbage", "a public key", "readable by others",
                                   "another log's key", "missing"])
-def test_a_wrong_log_private_key_for_signing(home: Home, kind: str) -> None:
+def test_a_wrong_log_private_key_for_signing(home: Home, kind: str, triz_eval: Run) -> None:
     key = home.keys / "log.key"
     if kind == "garbage":
         key.write_text("PRIVATE+KEY+garbage\n", encoding="utf-8")
@@ -489,12 +493,12 @@ def test_a_wrong_log_private_key_for_signing(home: Home, kind: str) -> None:
         key.unlink()
     code = 3 if kind == "another log's key" else 2
     with unchanged(home.db):
-        proc = run("ledger", "checkpoint", "--db", home.db, "--keys", home.keys)
+        proc = triz_eval("ledger", "checkpoint", "--db", home.db, "--keys", home.keys)
     one_line_error(proc, (code,), "key")
 
 
 @pytest.mark.parametrize("kind", ["garbage", "truncated", "a log key", "readable by others"])
-def test_a_wrong_witness_private_key(home: Home, kind: str) -> None:
+def test_a_wrong_witness_private_key(home: Home, kind: str, triz_eval: Run) -> None:
     key = home.witness / "witness.key"
     text = key.read_text(encoding="utf-8")
     if kind == "garbage":
@@ -507,8 +511,8 @@ def test_a_wrong_witness_private_key(home: Home, kind: str) -> None:
         key.chmod(0o644)
     state = next(home.witness.glob("logs/*/checkpoint"))
     with unchanged(home.db, state, _history(home)):
-        proc = run("witness", "cosign", "--dir", home.witness, "--db", home.db,
-                   "--keys", home.keys)
+        proc = triz_eval("witness", "cosign", "--dir", home.witness, "--db", home.db,
+                         "--keys", home.keys)
     one_line_error(proc, (2, 3), "witness key")
 
 

@@ -1,7 +1,8 @@
-"""The real ``triz-eval`` script on bad input: exit 2, located one-line errors, no traceback.
+"""``triz-eval`` on bad input: exit 2, located one-line errors, no traceback.
 
-Runs the installed entry point in a subprocess, so the one place that turns evaluator errors
-into lines (``cli.main``) is exercised exactly as a user meets it.  Spec sections: 2.6 (no
+The commands run in process through the console script's entry function (``cli.main``, the one
+place that turns evaluator errors into lines), with the ``triz_eval`` fixture; the last tests
+run the installed script in a subprocess, exactly as a user meets it.  Spec sections: 2.6 (no
 benchmark in force), 3.3/11.9 (no field for process characteristics), 11.12 (no value for an
 undeclared indicator), 1.14 (evidence digests).
 """
@@ -13,20 +14,24 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import CliResult
 from triz_ri_smart_ai_evaluator.rules.loader import BUNDLED_CATALOGUE
 
 TRIZ_EVAL = Path(sys.executable).parent / "triz-eval"
 REPO = Path(__file__).resolve().parents[2]
 HONEST = REPO / "examples" / "signal" / "pilot_02_honest.json"
 PILOT = "pilot_02_feedback_form"
+Run = Callable[..., CliResult]
 IN_FORCE = "2026-12-04T00:00:00Z"  # after every bundled benchmark's first version
 
 
-def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+def run_script(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The installed script in a subprocess."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRIZ_EVAL_")}
     env["COLUMNS"] = "300"
     return subprocess.run(
@@ -39,7 +44,7 @@ def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+def no_traceback(proc: subprocess.CompletedProcess[str] | CliResult) -> None:
     assert "Traceback" not in proc.stdout
     assert "Traceback" not in proc.stderr
 
@@ -50,7 +55,7 @@ def line_of(text: str, needle: str) -> int:
     return hits[0]
 
 
-def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+def one_error_line(proc: subprocess.CompletedProcess[str] | CliResult) -> str:
     """The single stderr line of a failed command, checked for the common form."""
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, proc.stderr
@@ -78,11 +83,13 @@ def _problems(stderr: str) -> list[re.Match[str]]:
     return [m for m in matches if m is not None]
 
 
-def test_validate_malformed_yaml_exits_2_with_located_line(pilot_text: str, tmp_path: Path) -> None:
+def test_validate_malformed_yaml_exits_2_with_located_line(
+    pilot_text: str, tmp_path: Path, triz_eval: Run
+) -> None:
     text = pilot_text.replace("  model: gate\n", "\tmodel: gate\n", 1)
     bad = tmp_path / "bad.yaml"
     bad.write_text(text, encoding="utf-8")
-    proc = run("catalogue", "validate", bad)
+    proc = triz_eval("catalogue", "validate", bad)
     no_traceback(proc)
     assert proc.returncode == 2
     (problem,) = _problems(proc.stderr)
@@ -92,7 +99,7 @@ def test_validate_malformed_yaml_exits_2_with_located_line(pilot_text: str, tmp_
 
 
 def test_validate_reports_every_problem_as_file_line_field_message(
-    pilot_text: str, tmp_path: Path
+    pilot_text: str, tmp_path: Path, triz_eval: Run
 ) -> None:
     """Spec 5.6 (weights), 11.3 (team coefficient) and 6.3 (vague item) in one file."""
     text = pilot_text.replace(
@@ -106,7 +113,7 @@ def test_validate_reports_every_problem_as_file_line_field_message(
     )
     bad = tmp_path / "bad.yaml"
     bad.write_text(text, encoding="utf-8")
-    proc = run("catalogue", "validate", bad)
+    proc = triz_eval("catalogue", "validate", bad)
     no_traceback(proc)
     assert proc.returncode == 2
     got = {(m["file"], int(m["line"]), m["field"]) for m in _problems(proc.stderr)}
@@ -119,12 +126,12 @@ def test_validate_reports_every_problem_as_file_line_field_message(
 
 
 def test_validate_folder_with_one_bad_file_exits_2(
-    pilot_text: str, delayed_text: str, tmp_path: Path
+    pilot_text: str, delayed_text: str, tmp_path: Path, triz_eval: Run
 ) -> None:
     (tmp_path / "good.yaml").write_text(pilot_text, encoding="utf-8")
     bad = tmp_path / "bad.yaml"
     bad.write_text(delayed_text.replace("  escrow_share: 0.5\n", ""), encoding="utf-8")
-    proc = run("catalogue", "validate", tmp_path)
+    proc = triz_eval("catalogue", "validate", tmp_path)
     no_traceback(proc)
     assert proc.returncode == 2
     (problem,) = _problems(proc.stderr)
@@ -132,31 +139,31 @@ def test_validate_folder_with_one_bad_file_exits_2(
     assert "spec 2.15" in problem["message"]
 
 
-def test_validate_empty_file_exits_2(tmp_path: Path) -> None:
+def test_validate_empty_file_exits_2(tmp_path: Path, triz_eval: Run) -> None:
     bad = tmp_path / "empty.yaml"
     bad.write_text("", encoding="utf-8")
-    proc = run("catalogue", "validate", bad)
+    proc = triz_eval("catalogue", "validate", bad)
     no_traceback(proc)
     assert proc.returncode == 2
     (problem,) = _problems(proc.stderr)
     assert (problem["file"], problem["line"], problem["field"]) == (str(bad), "1", "(root)")
 
 
-def test_validate_missing_file_exits_2_naming_it(tmp_path: Path) -> None:
+def test_validate_missing_file_exits_2_naming_it(tmp_path: Path, triz_eval: Run) -> None:
     missing = tmp_path / "missing.yaml"
-    proc = run("catalogue", "validate", missing)
+    proc = triz_eval("catalogue", "validate", missing)
     no_traceback(proc)
     assert proc.returncode == 2
     assert str(missing) in one_error_line(proc)
 
 
 def test_validate_json_on_bad_file_is_json_listing_problems(
-    pilot_text: str, tmp_path: Path
+    pilot_text: str, tmp_path: Path, triz_eval: Run
 ) -> None:
     bad = tmp_path / "bad.yaml"
     text = pilot_text + "common_pool: 100\n"
     bad.write_text(text, encoding="utf-8")
-    proc = run("catalogue", "validate", "--json", bad)
+    proc = triz_eval("catalogue", "validate", "--json", bad)
     no_traceback(proc)
     assert proc.returncode == 2
     report = json.loads(proc.stdout)
@@ -170,16 +177,16 @@ def test_validate_json_on_bad_file_is_json_listing_problems(
     ]
 
 
-def test_validate_bundled_catalogue_exits_0() -> None:
-    proc = run("catalogue", "validate")
+def test_validate_bundled_catalogue_exits_0(triz_eval: Run) -> None:
+    proc = triz_eval("catalogue", "validate")
     no_traceback(proc)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert "3 file(s) checked: valid" in proc.stdout
 
 
-def test_validate_bundled_catalogue_json_parses() -> None:
-    proc = run("catalogue", "validate", "--json", BUNDLED_CATALOGUE)
+def test_validate_bundled_catalogue_json_parses(triz_eval: Run) -> None:
+    proc = triz_eval("catalogue", "validate", "--json", BUNDLED_CATALOGUE)
     no_traceback(proc)
     assert proc.returncode == 0
     report = json.loads(proc.stdout)
@@ -188,8 +195,8 @@ def test_validate_bundled_catalogue_json_parses() -> None:
     assert all(re.fullmatch(r"[0-9a-f]{64}", f["rules_version"]) for f in report["files"])
 
 
-def test_catalogue_list_json_parses() -> None:
-    proc = run("catalogue", "list", "--json")
+def test_catalogue_list_json_parses(triz_eval: Run) -> None:
+    proc = triz_eval("catalogue", "list", "--json")
     no_traceback(proc)
     assert proc.returncode == 0
     assert {row["id"] for row in json.loads(proc.stdout)} == {
@@ -214,18 +221,22 @@ def _write(tmp_path: Path, name: str, data: object) -> Path:
     return path
 
 
-def test_signal_compute_honest_example_json_parses() -> None:
+def test_signal_compute_honest_example_json_parses(triz_eval: Run) -> None:
     """Guard for the cases below: the unmodified example computes (exit 0, JSON)."""
-    proc = run("signal", "compute", "-t", PILOT, "-i", HONEST, "--started-at", IN_FORCE, "--json")
+    proc = triz_eval(
+        "signal", "compute", "-t", PILOT, "-i", HONEST, "--started-at", IN_FORCE, "--json"
+    )
     no_traceback(proc)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["signal"]["value"] == "2"
 
 
-def test_signal_compute_malformed_json_exits_2_naming_file_and_line(tmp_path: Path) -> None:
+def test_signal_compute_malformed_json_exits_2_naming_file_and_line(
+    tmp_path: Path, triz_eval: Run
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{\n  "measurements": {\n    "delivery": \n', encoding="utf-8")
-    proc = run("signal", "compute", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
+    proc = triz_eval("signal", "compute", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
     no_traceback(proc)
     assert proc.returncode == 2
     line = one_error_line(proc)
@@ -235,12 +246,13 @@ def test_signal_compute_malformed_json_exits_2_naming_file_and_line(tmp_path: Pa
 
 def test_signal_compute_process_characteristic_field_exits_2_spec_3_3_11_9(
     tmp_path: Path,
+    triz_eval: Run,
 ) -> None:
     """Spec 3.3, 11.9: response length is no input of the signal, so it has no field."""
     data = _honest()
     data["response_length"] = 12000
     bad = _write(tmp_path, "length.json", data)
-    proc = run("signal", "compute", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
+    proc = triz_eval("signal", "compute", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
     no_traceback(proc)
     assert proc.returncode == 2
     line = one_error_line(proc)
@@ -251,6 +263,7 @@ def test_signal_compute_process_characteristic_field_exits_2_spec_3_3_11_9(
 
 def test_signal_compute_measurement_for_undeclared_indicator_exits_2_naming_file(
     tmp_path: Path,
+    triz_eval: Run,
 ) -> None:
     """Spec 11.12: a value for an indicator the class does not declare cannot count.
 
@@ -265,7 +278,7 @@ def test_signal_compute_measurement_for_undeclared_indicator_exits_2_naming_file
         "evidence": ["a" * 64],
     }
     bad = _write(tmp_path, "undeclared.json", data)
-    proc = run("signal", "compute", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
+    proc = triz_eval("signal", "compute", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
     no_traceback(proc)
     assert proc.returncode == 2
     line = one_error_line(proc)
@@ -279,14 +292,14 @@ def test_signal_compute_measurement_for_undeclared_indicator_exits_2_naming_file
     ids=["63_hex", "non_hex", "truncated", "word"],
 )
 def test_signal_compute_bad_evidence_digest_exits_2_naming_file(
-    digest: str, tmp_path: Path
+    digest: str, tmp_path: Path, triz_eval: Run
 ) -> None:
     data = _honest()
     measurements = data["measurements"]
     assert isinstance(measurements, dict)
     measurements["delivery"]["evidence"] = [digest]
     bad = _write(tmp_path, "digest.json", data)
-    proc = run("signal", "compute", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
+    proc = triz_eval("signal", "compute", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
     no_traceback(proc)
     assert proc.returncode == 2
     line = one_error_line(proc)
@@ -294,30 +307,36 @@ def test_signal_compute_bad_evidence_digest_exits_2_naming_file(
     assert "measurements.delivery.evidence" in line
 
 
-def test_signal_compute_missing_input_file_exits_2_naming_it(tmp_path: Path) -> None:
+def test_signal_compute_missing_input_file_exits_2_naming_it(
+    tmp_path: Path, triz_eval: Run
+) -> None:
     missing = tmp_path / "nowhere.json"
-    proc = run("signal", "compute", "-t", PILOT, "-i", missing, "--started-at", IN_FORCE)
+    proc = triz_eval("signal", "compute", "-t", PILOT, "-i", missing, "--started-at", IN_FORCE)
     no_traceback(proc)
     assert proc.returncode == 2
     assert str(missing) in one_error_line(proc)
 
 
-def test_signal_compute_started_at_without_timezone_exits_2() -> None:
-    proc = run("signal", "compute", "-t", PILOT, "-i", HONEST, "--started-at", "2026-12-01T10:00")
+def test_signal_compute_started_at_without_timezone_exits_2(triz_eval: Run) -> None:
+    proc = triz_eval(
+        "signal", "compute", "-t", PILOT, "-i", HONEST, "--started-at", "2026-12-01T10:00"
+    )
     no_traceback(proc)
     assert proc.returncode == 2
     assert "timezone" in one_error_line(proc)
 
 
-def test_signal_compute_started_at_not_a_time_exits_2() -> None:
-    proc = run("signal", "compute", "-t", PILOT, "-i", HONEST, "--started-at", "yesterday")
+def test_signal_compute_started_at_not_a_time_exits_2(triz_eval: Run) -> None:
+    proc = triz_eval("signal", "compute", "-t", PILOT, "-i", HONEST, "--started-at", "yesterday")
     no_traceback(proc)
     assert proc.returncode == 2
     assert "yesterday" in one_error_line(proc)
 
 
-def test_signal_compute_unknown_task_class_exits_2() -> None:
-    proc = run("signal", "compute", "-t", "no_such_class", "-i", HONEST, "--started-at", IN_FORCE)
+def test_signal_compute_unknown_task_class_exits_2(triz_eval: Run) -> None:
+    proc = triz_eval(
+        "signal", "compute", "-t", "no_such_class", "-i", HONEST, "--started-at", IN_FORCE
+    )
     no_traceback(proc)
     assert proc.returncode == 2
     line = one_error_line(proc)
@@ -325,9 +344,9 @@ def test_signal_compute_unknown_task_class_exits_2() -> None:
     assert PILOT in line  # the known classes are listed
 
 
-def test_signal_compute_before_any_benchmark_exits_2_citing_spec_2_6() -> None:
+def test_signal_compute_before_any_benchmark_exits_2_citing_spec_2_6(triz_eval: Run) -> None:
     """Spec 2.6: the benchmark is established in advance; none was in force on 2026-01-01."""
-    proc = run(
+    proc = triz_eval(
         "signal", "compute", "-t", PILOT, "-i", HONEST, "--started-at", "2026-01-01T00:00:00Z"
     )
     no_traceback(proc)
@@ -337,10 +356,33 @@ def test_signal_compute_before_any_benchmark_exits_2_citing_spec_2_6() -> None:
     assert "2026-11-01" in line  # when the first benchmark takes effect
 
 
-def test_signal_explain_on_bad_input_exits_2_without_traceback(tmp_path: Path) -> None:
+def test_signal_explain_on_bad_input_exits_2_without_traceback(
+    tmp_path: Path, triz_eval: Run
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2", encoding="utf-8")
-    proc = run("signal", "explain", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
+    proc = triz_eval("signal", "explain", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
     no_traceback(proc)
     assert proc.returncode == 2
     assert str(bad) in one_error_line(proc)
+
+
+# -- the installed script, in a subprocess -----------------------------------------------------
+
+
+def test_the_installed_script_prints_its_version() -> None:
+    proc = run_script("--version")
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert re.fullmatch(r"triz-eval \S+\n", proc.stdout), proc.stdout
+
+
+def test_the_installed_script_reports_a_bad_input_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "measurements": {\n    "delivery": \n', encoding="utf-8")
+    proc = run_script("signal", "compute", "-t", PILOT, "-i", bad, "--started-at", IN_FORCE)
+    no_traceback(proc)
+    assert proc.returncode == 2
+    line = one_error_line(proc)
+    assert f"{bad}:" in line
+    assert "malformed JSON" in line

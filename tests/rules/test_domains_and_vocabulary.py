@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from tests.conftest import CliResult
 from triz_ri_smart_ai_evaluator.rules.loader import BUNDLED_CATALOGUE
 from triz_ri_smart_ai_evaluator.rules.task_class import TaskClass
 
@@ -139,15 +139,20 @@ def test_malformed_domains_are_refused(pilot_class: TaskClass, domain: dict[str,
         variant(pilot_class, change)
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRIZ_EVAL_")}
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("triz-eval")), *args],
-        capture_output=True, text=True, check=False, timeout=60, env=env,
-    )
+@pytest.fixture
+def run_cli(triz_eval: Callable[..., CliResult]) -> Callable[..., CliResult]:
+    """``triz-eval ARGS`` in process (``cli.main``), in this environment without TRIZ_EVAL_*."""
+
+    def run(*args: str) -> CliResult:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TRIZ_EVAL_")}
+        return triz_eval(*args, env=env)
+
+    return run
 
 
-def test_a_catalogue_file_edited_in_place_exits_3(tmp_path: Path) -> None:
+def test_a_catalogue_file_edited_in_place_exits_3(
+    tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
     """issue 10 class 7: an edited published benchmark version was used under the old label.
     Now the file is checked against the published store; the change in place is refused."""
     folder = tmp_path / "catalogue"
@@ -168,7 +173,9 @@ def test_a_catalogue_file_edited_in_place_exits_3(tmp_path: Path) -> None:
     assert "spec 4.4" in proc.stderr
 
 
-def test_an_unpublished_catalogue_file_is_refused(tmp_path: Path) -> None:
+def test_an_unpublished_catalogue_file_is_refused(
+    tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
     folder = tmp_path / "catalogue"
     shutil.copytree(BUNDLED_CATALOGUE, folder, ignore=shutil.ignore_patterns("published", "access"))
     example = Path(__file__).resolve().parents[2] / "examples/signal/pilot_02_honest.json"

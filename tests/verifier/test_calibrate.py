@@ -1,17 +1,23 @@
 """``triz-eval document calibrate``: the model layer against a labelled corpus, through the
 OpenAI protocol over a real socket (the scripted double), printing the confusion table (issue 13
-"Done when"; seed 002 checklist 4: measure the false-positive share first)."""
+"Done when"; seed 002 checklist 4: measure the false-positive share first).
+
+The refusals run in process through the console script's entry function (``cli.main``, the
+``triz_eval`` fixture) with the same environment and working directory; the tables are printed
+by the installed script in a subprocess."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.conftest import CliResult
 from tests.verifier.conftest import BRIEF_DOC, CLEAN_S1, CLEAN_S2, INVENTED_S2, PASS, verdict
 from tests.verifier.openai_double import ReplyContent, ReplyStatus, ScriptedChatDouble
 from triz_ri_smart_ai_evaluator.verifier.calibrate import Confusion, Outcome, load_corpus
@@ -20,10 +26,22 @@ TRIZ_EVAL = str(Path(sys.executable).parent / "triz-eval")
 CORPUS = Path(__file__).resolve().parent / "corpus"
 
 
+ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "200"}
+
+
 def triz(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([TRIZ_EVAL, *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=120, check=False, env={"PATH": "/usr/bin:/bin",
-                                                                  "COLUMNS": "200"})
+                          cwd=cwd, timeout=120, check=False, env=ENV)
+
+
+@pytest.fixture
+def cli(triz_eval: Callable[..., CliResult]) -> Callable[..., CliResult]:
+    """``triz`` in process: the same environment and working directory."""
+
+    def run(*args: str | Path, cwd: Path) -> CliResult:
+        return triz_eval(*args, env=ENV, cwd=cwd)
+
+    return run
 
 
 def write_corpus(tmp_path: Path, rows: list[dict[str, object]]) -> Path:
@@ -53,6 +71,7 @@ SCRIPT = [ReplyContent(PASS), ReplyContent(FAIL_CLEAN), ReplyContent(FAIL_92), R
           ReplyStatus(503), ReplyContent(FAIL_92)]
 
 
+@pytest.mark.slow  # the installed script in a subprocess
 def test_calibrate_prints_the_confusion_table_as_json(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path, ROWS)
     with ScriptedChatDouble(SCRIPT) as double:
@@ -77,6 +96,7 @@ def test_calibrate_prints_the_confusion_table_as_json(tmp_path: Path) -> None:
     assert BRIEF_DOC["judgements"][0]["text"] in user
 
 
+@pytest.mark.slow  # the installed script in a subprocess
 def test_calibrate_prints_a_table_for_people_and_takes_a_task_file(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path, ROWS[:3])
     with ScriptedChatDouble([ReplyContent(PASS), ReplyContent(PASS),
@@ -105,10 +125,11 @@ def test_calibrate_prints_a_table_for_people_and_takes_a_task_file(tmp_path: Pat
     ({"brief": "brief.yaml", "step": "S1", "expected": "pass"}, "draft"),
 ])
 def test_a_bad_row_is_one_line_naming_the_line_and_exit_2(
-        tmp_path: Path, row: dict[str, object], needle: str) -> None:
+        tmp_path: Path, row: dict[str, object], needle: str,
+        cli: Callable[..., CliResult]) -> None:
     corpus = write_corpus(tmp_path, [ROWS[0], row])
-    done = triz("document", "calibrate", "--corpus", corpus, "--verifier",
-                tmp_path / "unused.yaml", cwd=tmp_path)
+    done = cli("document", "calibrate", "--corpus", corpus, "--verifier",
+               tmp_path / "unused.yaml", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
@@ -117,9 +138,10 @@ def test_a_bad_row_is_one_line_naming_the_line_and_exit_2(
     assert needle in lines[0], lines[0]
 
 
-def test_exactly_one_endpoint_source_is_required(tmp_path: Path) -> None:
+def test_exactly_one_endpoint_source_is_required(tmp_path: Path,
+                                                 cli: Callable[..., CliResult]) -> None:
     corpus = write_corpus(tmp_path, ROWS[:1])
-    done = triz("document", "calibrate", "--corpus", corpus, cwd=tmp_path)
+    done = cli("document", "calibrate", "--corpus", corpus, cwd=tmp_path)
     assert done.returncode == 2
     assert "exactly one of --verifier" in done.stderr
 

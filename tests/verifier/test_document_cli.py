@@ -1,6 +1,10 @@
 """``triz-eval document verify`` and ``run`` as a user meets them: exit codes, one-line errors,
 no traceback, for good drafts, caught drafts and bad input (issue 5: a malformed brief, an
-empty draft, a citation set with duplicates, a gigantic draft)."""
+empty draft, a citation set with duplicates, a gigantic draft).
+
+The refusals run in process through the console script's entry function (``cli.main``, the
+``triz_eval`` fixture) with the same environment and working directory; the passing and caught
+drafts run the installed script in a subprocess."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import CliResult
 from tests.verifier.conftest import BRIEF_DOC, CLEAN_S2, INVENTED_S2, PASS
 from tests.verifier.openai_double import ReplyContent, ReplyStatus, ScriptedChatDouble
 
@@ -21,10 +26,24 @@ TRIZ_EVAL = str(Path(sys.executable).parent / "triz-eval")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "document"
 
 
+ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "200"}
+Result = subprocess.CompletedProcess[str] | CliResult
+Run = Callable[..., Result]
+
+
 def triz(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([TRIZ_EVAL, *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=120, check=False, env={"PATH": "/usr/bin:/bin",
-                                                                  "COLUMNS": "200"})
+                          cwd=cwd, timeout=120, check=False, env=ENV)
+
+
+@pytest.fixture
+def cli(triz_eval: Callable[..., CliResult]) -> Run:
+    """``triz`` in process: the same environment and working directory."""
+
+    def run(*args: str | Path, cwd: Path) -> CliResult:
+        return triz_eval(*args, env=ENV, cwd=cwd)
+
+    return run
 
 
 def write(tmp_path: Path, name: str, doc: Any) -> Path:
@@ -34,7 +53,7 @@ def write(tmp_path: Path, name: str, doc: Any) -> Path:
     return path
 
 
-def assert_one_line_error(done: subprocess.CompletedProcess[str], code: int,
+def assert_one_line_error(done: Result, code: int,
                           *needles: str) -> None:
     assert done.returncode == code, (done.stdout, done.stderr)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -44,6 +63,7 @@ def assert_one_line_error(done: subprocess.CompletedProcess[str], code: int,
         assert needle in lines[0], lines[0]
 
 
+@pytest.mark.slow  # the installed script in a subprocess
 def test_bundled_examples_pass_and_fail_as_documented(tmp_path: Path) -> None:
     good = triz("document", "verify", "--brief", EXAMPLES / "brief.yaml",
                 "--draft", EXAMPLES / "draft_faithful.yaml", cwd=tmp_path)
@@ -59,13 +79,13 @@ def test_bundled_examples_pass_and_fail_as_documented(tmp_path: Path) -> None:
     assert doc["mechanical"]["injection"], "the evaluator instruction must raise the signal"
 
 
-def test_plain_text_draft_needs_its_step(tmp_path: Path) -> None:
+def test_plain_text_draft_needs_its_step(tmp_path: Path, cli: Run) -> None:
     brief = write(tmp_path, "brief.yaml", BRIEF_DOC)
     draft = write(tmp_path, "draft.md", CLEAN_S2)
-    assert_one_line_error(triz("document", "verify", "--brief", brief, "--draft", draft,
-                               cwd=tmp_path), 2, "draft.md")
-    done = triz("document", "verify", "--brief", brief, "--draft", draft, "--step", "S2",
-                cwd=tmp_path)
+    assert_one_line_error(cli("document", "verify", "--brief", brief, "--draft", draft,
+                              cwd=tmp_path), 2, "draft.md")
+    done = cli("document", "verify", "--brief", brief, "--draft", draft, "--step", "S2",
+               cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -122,15 +142,16 @@ def _not_utf8(tmp: Path) -> tuple[Path, Path, str]:
 @pytest.mark.parametrize("make", [_malformed_brief, _brief_missing_steps, _duplicate_citations,
                                   _empty_draft, _gigantic_draft, _unknown_step, _not_utf8],
                          ids=lambda f: f.__name__.strip("_"))
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, make: BadInput) -> None:
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, make: BadInput, cli: Run) -> None:
     brief, draft, needle = make(tmp_path)
     before = {p: p.read_bytes() for p in (brief, draft)}
-    done = triz("document", "verify", "--brief", brief, "--draft", draft, "--step", "S1",
-                cwd=tmp_path)
+    done = cli("document", "verify", "--brief", brief, "--draft", draft, "--step", "S1",
+               cwd=tmp_path)
     assert_one_line_error(done, 2, needle)
     assert {p: p.read_bytes() for p in (brief, draft)} == before  # nothing was touched
 
 
+@pytest.mark.slow  # the installed script in a subprocess
 def test_verify_with_the_model_layer(tmp_path: Path) -> None:
     brief = write(tmp_path, "brief.yaml", BRIEF_DOC)
     draft = write(tmp_path, "d.yaml", {"format": "triz-draft/1", "step": "S2",
@@ -147,39 +168,39 @@ def test_verify_with_the_model_layer(tmp_path: Path) -> None:
     assert doc["passed"] is False
 
 
-def test_verify_exit_4_when_the_model_gives_no_verdict(tmp_path: Path) -> None:
+def test_verify_exit_4_when_the_model_gives_no_verdict(tmp_path: Path, cli: Run) -> None:
     brief = write(tmp_path, "brief.yaml", BRIEF_DOC)
     draft = write(tmp_path, "d.yaml", {"format": "triz-draft/1", "step": "S2",
                                        "text": CLEAN_S2})
     with ScriptedChatDouble([ReplyStatus(500), ReplyStatus(502)]) as double:
         endpoint = write(tmp_path, "verifier.yaml", {"base_url": double.base_url,
                                                      "model": "double"})
-        done = triz("document", "verify", "--brief", brief, "--draft", draft,
-                    "--verifier", endpoint, cwd=tmp_path)
+        done = cli("document", "verify", "--brief", brief, "--draft", draft,
+                   "--verifier", endpoint, cwd=tmp_path)
     assert done.returncode == 4, done.stdout + done.stderr
     assert "no verdict after one retry" in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_endpoint_holding_a_key_is_refused(tmp_path: Path) -> None:
+def test_endpoint_holding_a_key_is_refused(tmp_path: Path, cli: Run) -> None:
     brief = write(tmp_path, "brief.yaml", BRIEF_DOC)
     draft = write(tmp_path, "d.yaml", {"format": "triz-draft/1", "step": "S2",
                                        "text": CLEAN_S2})
     endpoint = write(tmp_path, "verifier.yaml", {"base_url": "http://127.0.0.1:9/v1",
                                                  "model": "m", "api_key": "sk-secret-123"})
-    done = triz("document", "verify", "--brief", brief, "--draft", draft,
-                "--verifier", endpoint, cwd=tmp_path)
+    done = cli("document", "verify", "--brief", brief, "--draft", draft,
+               "--verifier", endpoint, cwd=tmp_path)
     assert_one_line_error(done, 2, "api_key")
     assert "sk-secret-123" not in done.stderr + done.stdout
 
 
-def test_run_refuses_a_task_without_brief_or_planner(tmp_path: Path) -> None:
+def test_run_refuses_a_task_without_brief_or_planner(tmp_path: Path, cli: Run) -> None:
     task = write(tmp_path, "task.yaml", {
         "format": "triz-document-task/1", "task": "t",
         "roles": {"executor": {"base_url": "http://127.0.0.1:9/v1", "model": "m"},
                   "verifier": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}})
-    done = triz("document", "run", "--task", task, "--db", tmp_path / "l.db",
-                "--keys", tmp_path / "k", cwd=tmp_path)
+    done = cli("document", "run", "--task", task, "--db", tmp_path / "l.db",
+               "--keys", tmp_path / "k", cwd=tmp_path)
     assert_one_line_error(done, 2, "task.yaml", "planner")
     assert not (tmp_path / "l.db").exists()
 
@@ -195,7 +216,7 @@ def _nested(kind: str, levels: int) -> str:
 @pytest.mark.parametrize("which", ["brief", "draft"])
 @pytest.mark.parametrize("levels", [1_000, 100_000])
 def test_deeply_nested_input_is_one_line_and_exit_2(tmp_path: Path, kind: str, which: str,
-                                                    levels: int) -> None:
+                                                    levels: int, cli: Run) -> None:
     # issue 13 item 9 (issue 10): nesting past any parser's recursion limit is bad input
     # (exit 2, one line naming the file), never an internal error (exit 70).
     if kind == "yaml" and levels > 1_000:
@@ -212,5 +233,5 @@ def test_deeply_nested_input_is_one_line_and_exit_2(tmp_path: Path, kind: str, w
                 if kind == "json" else f"format: triz-draft/1\nstep: S1\ntext: {nested}\n")
         brief = write(tmp_path, "brief.yaml", BRIEF_DOC)
         draft = write(tmp_path, f"deep.{kind}", body)
-    done = triz("document", "verify", "--brief", brief, "--draft", draft, cwd=tmp_path)
+    done = cli("document", "verify", "--brief", brief, "--draft", draft, cwd=tmp_path)
     assert_one_line_error(done, 2, f"deep.{kind}", "nested deeper")
