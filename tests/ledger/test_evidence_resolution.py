@@ -13,13 +13,14 @@ ledger alone (10.2, 11.13).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import CliResult
 from triz_ri_smart_ai_evaluator.ledger import attempts
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
@@ -126,13 +127,15 @@ def test_evidence_stored_for_another_attempt_is_not_replayed(home: Home) -> None
     home.run("ledger", "recompute")
 
 
-def test_evidence_dir_of_an_unknown_source_is_refused(home: Home, tmp_path: Path) -> None:
+def test_evidence_dir_of_an_unknown_source_is_refused(
+        home: Home, tmp_path: Path, triz_eval: Callable[..., CliResult]) -> None:
     folder = tmp_path / "evidence" / "not_a_source"
     folder.mkdir(parents=True)
     (folder / "log.txt").write_text("x", "utf-8")
-    proc = home.run("attempt", "evaluate", "-t", PILOT, "-i",
-                    Path(__file__).resolve().parents[2] / "examples/signal/pilot_02_honest.json",
-                    "--evidence-dir", tmp_path / "evidence", ok=False)
+    # In process (cli.main) with the environment and folder ``home.run`` gives the script.
+    proc = triz_eval("attempt", "evaluate", "-t", PILOT, "-i",
+                     Path(__file__).resolve().parents[2] / "examples/signal/pilot_02_honest.json",
+                     "--evidence-dir", tmp_path / "evidence", env=home.env, cwd=home.root)
     assert proc.returncode == 2
     assert "not_a_source" in proc.stderr
     assert "Traceback" not in proc.stderr

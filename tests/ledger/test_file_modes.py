@@ -7,10 +7,12 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import CliResult
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import generate_signer
 from triz_ri_smart_ai_evaluator.ledger.events import NewEvent
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
@@ -20,9 +22,22 @@ AT = "2025-03-01T12:00:00.000000Z"
 TRIZ_EVAL = Path(sys.executable).parent / "triz-eval"
 
 
+Result = subprocess.CompletedProcess[str] | CliResult
+
+
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(TRIZ_EVAL), *map(str, args)], capture_output=True, text=True,
                           timeout=120, check=False)
+
+
+@pytest.fixture
+def in_process(triz_eval: Callable[..., CliResult]) -> Callable[..., CliResult]:
+    """``run`` in process (``cli.main``), in this environment as the subprocess inherits it."""
+
+    def run_main(*args: str | Path) -> CliResult:
+        return triz_eval(*args, env=dict(os.environ))
+
+    return run_main
 
 
 def _mode(path: Path) -> int:
@@ -53,7 +68,7 @@ def test_an_existing_0644_database_is_made_0600_on_open(tmp_path: Path) -> None:
     assert _mode(db) == 0o600
 
 
-def _home(tmp_path: Path) -> tuple[Path, Path, Path]:
+def _home(tmp_path: Path, run: Callable[..., Result] = run) -> tuple[Path, Path, Path]:
     db, keys, witness = tmp_path / "ledger.db", tmp_path / "keys", tmp_path / "witness"
     assert run("ledger", "init", "--db", db, "--keys", keys).returncode == 0
     assert run("witness", "init", "--dir", witness).returncode == 0
@@ -65,10 +80,11 @@ def _home(tmp_path: Path) -> tuple[Path, Path, Path]:
     (["--witness-vkey", "{witness}/witness.vkey"], "--witness"),
 ])
 def test_verify_refuses_a_witness_without_its_public_key_and_a_key_without_a_witness(
-        tmp_path: Path, flags: list[str], needle: str) -> None:
-    db, keys, witness = _home(tmp_path)
+        tmp_path: Path, flags: list[str], needle: str,
+        in_process: Callable[..., CliResult]) -> None:
+    db, keys, witness = _home(tmp_path, in_process)
     args = [f.format(witness=witness) for f in flags]
-    result = run("ledger", "verify", "--db", db, "--keys", keys, *args)
+    result = in_process("ledger", "verify", "--db", db, "--keys", keys, *args)
     assert result.returncode == 2, result.stderr
     assert needle in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
