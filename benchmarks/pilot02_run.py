@@ -32,13 +32,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from triz_ri_smart_ai_evaluator.harnesses.protocol import RunOptions
 from triz_ri_smart_ai_evaluator.ledger.log import (
     DEFAULT_ORIGIN,
     create_log_key,
     open_sqlite_ledger,
 )
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import candidate as cand
-from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import harness
+from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import harness, sandboxed
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.control_set import draw_control_set
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.driver import Driver, wait_until_serving
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.examples import bundled_candidates
@@ -89,7 +90,7 @@ def full_run(diff: Path, work: Path, size: int) -> tuple[float, dict[str, float]
     t0 = time.perf_counter()
     try:
         result = harness.run(diff, store, work / "runs",
-                             harness.RunOptions(size=size, progress=clock))
+                             RunOptions(size=size, progress=clock))
     finally:
         store.close()
     total = time.perf_counter() - t0
@@ -103,7 +104,7 @@ def bare_app(tree: Path, env: dict[str, str]) -> Iterator[str]:
         port = probe.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "--chdir", str(tree), "-b", f"127.0.0.1:{port}",
-         "-w", "1", "--log-level", "warning", harness.WSGI_APP],
+         "-w", "1", "--log-level", "warning", sandboxed.WSGI_APP],
         env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -33,7 +33,7 @@ import pytest
 
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import candidate as candidate_module
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.driver import ORIGINAL_FUNCTIONS
-from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.harness import credited_self_checks
+from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.sandboxed import credited_self_checks
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.scoring import CRITICAL_IDS, GATE_IDS
 
 from ._apps import (

@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import checks, harness, scoring
+from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import checks, judging, scoring
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.checks import Decision, Message
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.contract import build_feedback_body
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.driver import BROWSERS, SCRIPTS, Driver
@@ -166,13 +166,13 @@ def test_smtp_evidence_reproduces_from_the_exported_raw_bytes(tmp_path: Path) ->
     raws = [_raw(TOKEN), _raw("Second_visitor_token_02")]
     export = tmp_path / "receiver_events.jsonl"
     _export(export, raws)
-    assert harness._reproduced(export, [_Received(r) for r in raws])
+    assert judging.export_reproduced(export, [_Received(r) for r in raws])
     _export(export, raws[:1])  # a message lost from the export
-    assert not harness._reproduced(export, [_Received(r) for r in raws])
+    assert not judging.export_reproduced(export, [_Received(r) for r in raws])
     _export(export, [raws[0], _raw("Other_visitor_token_003")])  # one replaced
-    assert not harness._reproduced(export, [_Received(r) for r in raws])
+    assert not judging.export_reproduced(export, [_Received(r) for r in raws])
     export.write_text("not json\n", "utf-8")
-    assert not harness._reproduced(export, [_Received(r) for r in raws])
+    assert not judging.export_reproduced(export, [_Received(r) for r in raws])
 
 
 def test_the_published_artefact_is_materialised_again(tmp_path: Path) -> None:
@@ -182,14 +182,14 @@ def test_the_published_artefact_is_materialised_again(tmp_path: Path) -> None:
     run = cand.prepare(reference, tmp_path / "run")
     again = tmp_path / "again"
     again.mkdir()
-    assert harness._published_digest("diff", reference.read_bytes(), again) == run.digest
+    assert judging.published_digest("diff", reference.read_bytes(), again) == run.digest
     other = next(e for e in bundled_candidates() if e.name == "field_loss").diff
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    assert harness._published_digest("diff", other.read_bytes(), elsewhere) != run.digest
+    assert judging.published_digest("diff", other.read_bytes(), elsewhere) != run.digest
     broken = tmp_path / "broken"
     broken.mkdir()
-    assert harness._published_digest("diff", b"not a patch", broken) is None
+    assert judging.published_digest("diff", b"not a patch", broken) is None
 
 
 # -- item 1: the driver looks like visitors, against a real HTTP server ---------------------------
@@ -365,6 +365,6 @@ def test_the_scenarios_are_judged_by_the_token_really_posted() -> None:
     post = Exchange("s-1", "POST", "/api/feedback", None, 200, {}, "", "", "", None,
                     run_token=PAGE_TOKEN)
     scenarios = [dict(SCENARIO), {**SCENARIO, "id": "s-2", "run_token": "Never_posted_token_01"}]
-    posted = harness._as_posted(scenarios, {"s-1": [post]})
+    posted = judging.as_posted(scenarios, {"s-1": [post]})
     assert [s["run_token"] for s in posted] == [PAGE_TOKEN, "Never_posted_token_01"]
     assert scenarios[0]["run_token"] == TOKEN  # the drawn set is left as drawn

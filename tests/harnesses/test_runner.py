@@ -1,0 +1,194 @@
+"""The generic runner's order and its fail-closed paths (issue 14 item 1), with the toy class's
+harness object and a real SQLite ledger: no sandbox needed, so every path runs in seconds."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from triz_ri_smart_ai_evaluator.errors import ExternalError, InputError
+from triz_ri_smart_ai_evaluator.harnesses import runner
+from triz_ri_smart_ai_evaluator.harnesses.protocol import (
+    Controls,
+    Outcome,
+    Prepared,
+    RunContext,
+    RunOptions,
+)
+from triz_ri_smart_ai_evaluator.ledger import attempts
+from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger
+from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
+from triz_ri_smart_ai_evaluator.rules.loader import load_task_class
+from triz_ri_smart_ai_evaluator.rules.versions import pin
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "plugins" / "toy_task_class"))
+from toy_triz_class import CATALOGUE
+from toy_triz_class.harness import HARNESS, ToySumHarness
+
+TOY_RULES = load_task_class(CATALOGUE)
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LedgerStore]:
+    # The toy class is not installed here: the runner finds its rules through the catalogue.
+    real = runner.load_catalogue
+    monkeypatch.setattr(runner, "load_catalogue", lambda: {**real(), "toy_sum": TOY_RULES})
+    create_log_key(tmp_path / "keys")
+    opened = open_sqlite_ledger(tmp_path / "ledger.db", tmp_path / "keys")
+    yield opened
+    opened.close()
+
+
+def _candidate(tmp_path: Path, op: str) -> Path:
+    path = tmp_path / f"{op}.json"
+    path.write_text(json.dumps({"op": op}), "utf-8")
+    return path
+
+
+def _kinds(store: LedgerStore, attempt_id: str) -> list[str]:
+    out = []
+    for e in store.attempt_events(attempt_id):
+        data = e.fields["data"]
+        out.append(f"{e.kind}:{data['what']}" if e.kind == "evidence.stored" else e.kind)
+    return out
+
+
+def test_the_runner_records_each_step_in_the_order_every_class_shares(store, tmp_path):
+    result = runner.run(HARNESS, _candidate(tmp_path, "add"), store, tmp_path / "runs",
+                        RunOptions(size=8))
+    assert result.status == "completed"
+    kinds = _kinds(store, result.attempt_id)
+    # The digest is fixed before the seed is committed, the commitment before the set exists,
+    # the class's evidence before the decision, the decision before the award.
+    expected = ["attempt.initiated", "evidence.stored:candidate",
+                "evidence.stored:control_seed_commitment", "evidence.stored:control_set",
+                "evidence.stored:results.json", "verifier.decision"]
+    assert kinds[:len(expected)] == expected
+    assert "award.decision" in kinds[len(expected):]
+    assert kinds[-1] == "attempt.completed"
+    summary = json.loads((result.bundle / "summary.json").read_text("utf-8"))
+    assert (summary["signal"], summary["scenarios"]) == ("2", 8)
+    # The commitment in the ledger is sha256(tag || seed) of a seed the class never chose.
+    committed = [json.loads(store.get_evidence(e.fields["data"]["digest"]))
+                 for e in store.attempt_events(result.attempt_id)
+                 if e.kind == "evidence.stored"
+                 and e.fields["data"]["what"] == "control_seed_commitment"]
+    assert committed[0]["scheme"] == "sha256('toy sum control seed' || 0x00 || seed)"
+
+
+def test_the_same_seed_draws_the_same_set_and_a_fresh_run_draws_another(store, tmp_path):
+    seed = bytes(32)
+    a, b = (runner.run(HARNESS, _candidate(tmp_path, "add"), store, tmp_path / "runs",
+                       RunOptions(size=8, seed=seed)) for _ in range(2))
+    fresh = runner.run(HARNESS, _candidate(tmp_path, "add"), store, tmp_path / "runs",
+                       RunOptions(size=8))
+
+    def control_set(attempt_id: str) -> bytes:
+        return next(store.get_evidence(e.fields["data"]["digest"])
+                    for e in store.attempt_events(attempt_id)
+                    if e.kind == "evidence.stored" and e.fields["data"]["what"] == "control_set")
+
+    assert control_set(a.attempt_id) == control_set(b.attempt_id)
+    assert control_set(fresh.attempt_id) != control_set(a.attempt_id)
+
+
+def test_an_unpreparable_candidate_is_refused_with_nothing_written(store, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json", "utf-8")
+    with pytest.raises(InputError, match=r"bad\.json"):
+        runner.run(HARNESS, bad, store, tmp_path / "runs", RunOptions(size=8))
+    assert store.size() == 0
+
+
+def test_a_control_set_below_the_class_minimum_is_refused(store, tmp_path):
+    with pytest.raises(InputError, match="below this class's minimum of 5"):
+        runner.run(HARNESS, _candidate(tmp_path, "add"), store, tmp_path / "runs",
+                   RunOptions(size=4))
+    assert store.size() == 0
+
+
+@dataclass
+class _Failing(ToySumHarness):
+    """The toy harness whose run breaks, or reports a stopping condition."""
+
+    fail: bool = False
+    stop: bool = False
+
+    def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:
+        if self.fail:
+            raise ExternalError("simulated: the sandbox went away")
+        outcome = super().execute(ctx, prepared, controls)
+        if self.stop:
+            outcome.quarantine = ["simulated stopping condition"]
+        return outcome
+
+
+def test_a_run_that_breaks_ends_the_attempt_errored_never_open(store, tmp_path):
+    result = runner.run(_Failing(fail=True), _candidate(tmp_path, "add"), store,
+                        tmp_path / "runs", RunOptions(size=8))
+    assert (result.status, result.signal) == ("errored", None)
+    kinds = _kinds(store, result.attempt_id)
+    assert kinds[-1] == "attempt.errored"
+    assert "award.decision" not in kinds
+    error = json.loads((result.bundle / "summary.json").read_text("utf-8"))["error"]
+    assert "the sandbox went away" in error
+
+
+def test_a_stopping_condition_quarantines_before_the_award(store, tmp_path):
+    result = runner.run(_Failing(stop=True), _candidate(tmp_path, "add"), store,
+                        tmp_path / "runs", RunOptions(size=8))
+    kinds = _kinds(store, result.attempt_id)
+    assert kinds.index("quarantine.changed") < kinds.index("award.decision")
+    assert result.summary["quarantine"] == ["simulated stopping condition"]
+
+
+def _open(store: LedgerStore, artefact: bytes) -> str:
+    started = datetime.now(UTC)
+    attempt_id = "toy-opened-1"
+    attempts.initiate(store, pin(TOY_RULES, started_at=started), attempt_id=attempt_id,
+                      task_version="1", started_at=started,
+                      deadline=started + timedelta(minutes=5), verifier_version="port",
+                      artefact_sha256=_sha256(artefact))
+    return attempt_id
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_an_opened_attempt_runs_only_the_artefact_it_recorded(store, tmp_path):
+    recorded = _candidate(tmp_path, "add")
+    attempt_id = _open(store, recorded.read_bytes())
+    other = _candidate(tmp_path, "sub")
+    result = runner.run(HARNESS, other, store, tmp_path / "runs",
+                        RunOptions(size=8, attempt_id=attempt_id))
+    assert result.status == "errored"
+    assert "not the artefact attempt toy-opened-1 recorded" in result.summary["error"]
+    with pytest.raises(InputError, match="already has an outcome"):
+        runner.run(HARNESS, recorded, store, tmp_path / "runs",
+                   RunOptions(size=8, attempt_id=attempt_id))
+
+
+def test_an_opened_attempt_of_another_class_is_refused_with_nothing_written(store, tmp_path):
+    with pytest.raises(InputError, match="was not initiated"):
+        runner.run(HARNESS, _candidate(tmp_path, "add"), store, tmp_path / "runs",
+                   RunOptions(size=8, attempt_id="nobody"))
+    assert store.size() == 0
+
+
+def test_the_recorded_award_recomputes_from_the_ledger(store, tmp_path):
+    result = runner.run(HARNESS, _candidate(tmp_path, "mul"), store, tmp_path / "runs",
+                        RunOptions(size=8))
+    again: Any = runner.signal_of(store, result.attempt_id)
+    assert result.signal is not None
+    assert again is not None
+    assert again.value == result.signal.value
