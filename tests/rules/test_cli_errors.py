@@ -1,10 +1,10 @@
 """``triz-eval`` on bad input: exit 2, located one-line errors, no traceback.
 
-The commands run in process through the console script's entry function (``cli.main``, the one
-place that turns evaluator errors into lines), with the ``triz_eval`` fixture; the last tests
-run the installed script in a subprocess, exactly as a user meets it.  Spec sections: 2.6 (no
-benchmark in force), 3.3/11.9 (no field for process characteristics), 11.12 (no value for an
-undeclared indicator), 1.14 (evidence digests).
+The refusals run in process through the console script's entry function (``cli.main``, the one
+place that turns evaluator errors into lines), with the ``triz_eval`` fixture; the passing
+commands, the version and one refusal run the installed script in a subprocess, exactly as a
+user meets it.  Spec sections: 2.6 (no benchmark in force), 3.3/11.9 (no field for process
+characteristics), 11.12 (no value for an undeclared indicator), 1.14 (evidence digests).
 """
 
 from __future__ import annotations
@@ -177,16 +177,16 @@ def test_validate_json_on_bad_file_is_json_listing_problems(
     ]
 
 
-def test_validate_bundled_catalogue_exits_0(triz_eval: Run) -> None:
-    proc = triz_eval("catalogue", "validate")
+def test_validate_bundled_catalogue_exits_0() -> None:
+    proc = run_script("catalogue", "validate")
     no_traceback(proc)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert "3 file(s) checked: valid" in proc.stdout
 
 
-def test_validate_bundled_catalogue_json_parses(triz_eval: Run) -> None:
-    proc = triz_eval("catalogue", "validate", "--json", BUNDLED_CATALOGUE)
+def test_validate_bundled_catalogue_json_parses() -> None:
+    proc = run_script("catalogue", "validate", "--json", BUNDLED_CATALOGUE)
     no_traceback(proc)
     assert proc.returncode == 0
     report = json.loads(proc.stdout)
@@ -195,8 +195,8 @@ def test_validate_bundled_catalogue_json_parses(triz_eval: Run) -> None:
     assert all(re.fullmatch(r"[0-9a-f]{64}", f["rules_version"]) for f in report["files"])
 
 
-def test_catalogue_list_json_parses(triz_eval: Run) -> None:
-    proc = triz_eval("catalogue", "list", "--json")
+def test_catalogue_list_json_parses() -> None:
+    proc = run_script("catalogue", "list", "--json")
     no_traceback(proc)
     assert proc.returncode == 0
     assert {row["id"] for row in json.loads(proc.stdout)} == {
@@ -221,9 +221,9 @@ def _write(tmp_path: Path, name: str, data: object) -> Path:
     return path
 
 
-def test_signal_compute_honest_example_json_parses(triz_eval: Run) -> None:
+def test_signal_compute_honest_example_json_parses() -> None:
     """Guard for the cases below: the unmodified example computes (exit 0, JSON)."""
-    proc = triz_eval(
+    proc = run_script(
         "signal", "compute", "-t", PILOT, "-i", HONEST, "--started-at", IN_FORCE, "--json"
     )
     no_traceback(proc)
