@@ -36,8 +36,9 @@ from ..ledger.attempts import (
 )
 from ..ledger.events import Event, EventKind, NewEvent, parse_body
 from ..provenance.confirmation import ComponentKey, Confirmation, verify_signature
-from ..provenance.models import AuthMethod, PolicyAccess
+from ..provenance.models import AuthMethod
 from ..provenance.register import ProvenanceRegister
+from ..rules.indicators import PolicyAccess
 from ..rules.task_class import TaskClass
 from ..rules.versions import canonical_rules, pin, rules_version
 from ..signal.inputs import AttemptInputs

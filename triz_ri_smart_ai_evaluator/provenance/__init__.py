@@ -8,6 +8,7 @@ export (``prov_export``, needs the ``prov`` package) is imported on demand, not 
 
 from __future__ import annotations
 
+from ..rules.indicators import PolicyAccess
 from .check import check_confirmation
 from .confirmation import (
     DOMAIN,
@@ -33,7 +34,6 @@ from .models import (
     Authentication,
     AuthMethod,
     Origin,
-    PolicyAccess,
     SourceRecord,
     ed25519_key_id,
 )

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from ..rules.indicators import PolicyAccess
 from .confirmation import Confirmation, verify_signature
 from .decision import Decision, EchoMatch, Reason
 from .fingerprint import Fingerprint, fingerprint
-from .models import AuthMethod, PolicyAccess, SourceRecord, check_instant
+from .models import AuthMethod, SourceRecord, check_instant
 from .state import RegisterState
 
 

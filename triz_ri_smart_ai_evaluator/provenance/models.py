@@ -11,7 +11,7 @@ import base64
 import binascii
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ..errors import EvaluatorError, InputError
 from ..ledger.events import utc_stamp
+from ..rules.indicators import REGISTERED_POLICY_ACCESS, PolicyAccess
 
 # The ledger's rule for identifiers in an event envelope (ledger/events.py): sources and attempts
 # are written there, so they must satisfy it before anything is stored.
@@ -46,14 +47,6 @@ class Origin(StrEnum):
 NEVER_INDEPENDENT = frozenset({Origin.SYNTHETIC, Origin.EVALUATED_MODEL_OUTPUT})
 
 
-class PolicyAccess(StrEnum):
-    """The evaluated policy's access to a source (9.3 last bullet, 10.1 "access permissions")."""
-
-    NONE = "none"
-    READ = "read"
-    WRITE = "write"  # the policy could rewrite the record: never independent (9.3 second bullet)
-
-
 class AuthMethod(StrEnum):
     """How a source's submissions are authenticated (9.15 "the authentication method")."""
 
@@ -64,13 +57,14 @@ class AuthMethod(StrEnum):
 E = TypeVar("E", bound=StrEnum)
 
 
-def parse_enum(kind: type[E], value: object, what: str, error: type[EvaluatorError]) -> E:
-    """``kind(value)``, or ``error`` listing the allowed values."""
-    if isinstance(value, kind):
-        return value
-    if isinstance(value, str) and value in {m.value for m in kind}:
+def parse_enum(kind: type[E], value: object, what: str, error: type[EvaluatorError],
+               allowed_members: Iterable[E] | None = None) -> E:
+    """``kind(value)`` if it is one of ``allowed_members`` (default: every member), or ``error``
+    listing the allowed values."""
+    members = tuple(kind) if allowed_members is None else tuple(allowed_members)
+    if isinstance(value, str) and value in {m.value for m in members}:
         return kind(value)
-    allowed = ", ".join(m.value for m in kind)
+    allowed = ", ".join(m.value for m in members)
     raise error(f"{what} {value!r} is not one of: {allowed}")
 
 
@@ -254,7 +248,8 @@ def _check_source(s: SourceRecord) -> None:
     check_text(s.party, "creating party", error)
     put(s, "created_at", check_instant(s.created_at, "creation time", error))
     put(s, "origin", parse_enum(Origin, s.origin, "origin", error))
-    put(s, "policy_access", parse_enum(PolicyAccess, s.policy_access, "policy access", error))
+    put(s, "policy_access", parse_enum(PolicyAccess, s.policy_access, "policy access", error,
+                                        REGISTERED_POLICY_ACCESS))
     check_text(s.independence, "degree of independence", error)
     if not isinstance(s.authentication, Authentication):
         raise error("authentication must be an Authentication")

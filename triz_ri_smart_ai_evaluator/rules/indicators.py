@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from ._values import ONE, ZERO, Exact, Frozen, Identifier, Text, UtcInstant
 from .vocabulary import IMPRESSION_TERMS, PROXY_TERMS, find_term
@@ -30,15 +30,53 @@ class SourceKind(StrEnum):
 
 
 class PolicyAccess(StrEnum):
-    """The evaluated policy's access to a source (spec 10.1, 9.2).
+    """The evaluated policy's access to a source (spec 9.2, 9.3, 10.1 "access permissions").
 
-    There is deliberately no member that lets the policy write or delete: a source the policy can
-    change is not a source of verified actual values (spec 9.3) and cannot be declared.
+    One vocabulary for the sources a task class declares and the records of the provenance
+    register.  A task class may declare only :data:`DECLARABLE_POLICY_ACCESS`: a source the
+    policy can change is not a source of verified actual values (spec 9.3) and cannot be
+    declared.  The register records what a registered source really allows (``read``,
+    ``write``), so that a confirmation from a source the policy could rewrite is refused (9.3
+    second bullet).
     """
 
     NONE = "none"
     READ_PUBLIC_PART = "read_public_part"
     SUBMIT_ARTEFACT_ONLY = "submit_artefact_only"
+    READ = "read"
+    WRITE = "write"  # the policy could rewrite the record: never independent (9.3 second bullet)
+
+
+#: What a task class may declare for its sources (spec 9.3: nothing the policy can write to).
+DECLARABLE_POLICY_ACCESS: tuple[PolicyAccess, ...] = (
+    PolicyAccess.NONE, PolicyAccess.READ_PUBLIC_PART, PolicyAccess.SUBMIT_ARTEFACT_ONLY,
+)
+#: What a provenance register record may say (9.3 last bullet, 10.1).
+REGISTERED_POLICY_ACCESS: tuple[PolicyAccess, ...] = (
+    PolicyAccess.NONE, PolicyAccess.READ, PolicyAccess.WRITE,
+)
+
+
+def _declarable(value: PolicyAccess) -> PolicyAccess:
+    if value not in DECLARABLE_POLICY_ACCESS:
+        allowed = ", ".join(repr(m.value) for m in DECLARABLE_POLICY_ACCESS)
+        raise ValueError(f"policy access {value.value!r} cannot be declared for a trusted "
+                         f"source (spec 9.3); use one of {allowed}")
+    return value
+
+
+#: The policy's access as a task class declares it; its JSON Schema lists only what may be declared.
+DeclaredPolicyAccess = Annotated[
+    PolicyAccess,
+    AfterValidator(_declarable),
+    WithJsonSchema({
+        "title": "PolicyAccess",
+        "description": "The evaluated policy's access to a source (spec 10.1, 9.2); nothing "
+                       "that lets the policy write (spec 9.3).",
+        "enum": [m.value for m in DECLARABLE_POLICY_ACCESS],
+        "type": "string",
+    }),
+]
 
 
 class TrustedSource(Frozen):
@@ -47,7 +85,7 @@ class TrustedSource(Frozen):
     id: Identifier
     component: Text
     kind: SourceKind
-    policy_access: PolicyAccess
+    policy_access: DeclaredPolicyAccess
     authentication: Text = Field(description="how the record's authenticity is established (2.16)")
     independence: Text = Field(description="why the policy cannot change or conceal its records")
 

@@ -36,10 +36,10 @@ from ..provenance.models import (
     Authentication,
     AuthMethod,
     Origin,
-    PolicyAccess,
     SourceRecord,
 )
 from ..provenance.register import ProvenanceRegister
+from ..rules.indicators import PolicyAccess
 from .config import ServiceConfig, TrustedPrincipal
 from .nonces import NonceBook, book_for
 
