@@ -9,12 +9,13 @@ Allowed actions are not logged here: the events the ports write record them.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import NoReturn
 
+from .._clock import now_utc
+from .._ids import is_plain_id
 from ..errors import EvaluatorError, InputError
 from ..ledger.events import EventKind, NewEvent
 from ..ledger.store import LedgerStore
@@ -23,7 +24,6 @@ from .matrix import AccessMatrix, Action, Resource, Role, Scope
 #: Ledger actor of violation events: the guard writes them, the data names the principal.
 GUARD_ACTOR = "access-guard"
 
-_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}")
 _MAX_TARGET = 200
 
 
@@ -51,7 +51,7 @@ class Principal:
     role: Role
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not _PLAIN.fullmatch(self.id):
+        if not is_plain_id(self.id):
             raise InputError(f"principal id {self.id!r} is not a plain identifier")
         if not isinstance(self.role, Role):
             if isinstance(self.role, str) and self.role in {r.value for r in Role}:
@@ -59,11 +59,6 @@ class Principal:
             else:
                 known = ", ".join(r.value for r in Role)
                 raise InputError(f"unknown role {self.role!r}; known: {known}")
-
-
-def is_plain_id(value: object) -> bool:
-    """True for an identifier the ledger accepts in an event envelope (ledger/events.py)."""
-    return isinstance(value, str) and _PLAIN.fullmatch(value) is not None
 
 
 def parse_resource(value: object) -> Resource:
@@ -90,10 +85,6 @@ def _clip(text: str) -> str:
     return str(text)[:_MAX_TARGET].encode("utf-8", "replace").decode("utf-8")
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class AccessGuard:
     """The matrix and the ledger that records refusals.
 
@@ -101,7 +92,7 @@ class AccessGuard:
     """
 
     def __init__(self, matrix: AccessMatrix, ledger: LedgerStore, *,
-                 clock: Callable[[], datetime] = _now) -> None:
+                 clock: Callable[[], datetime] = now_utc) -> None:
         self.matrix = matrix
         self.ledger = ledger
         self._clock = clock

@@ -22,9 +22,11 @@ import binascii
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from .._clock import now_utc
+from .._ids import is_plain_id
 from ..canonical import sha256_hex
 from ..errors import InputError, IntegrityError
 from ..ledger import instances
@@ -33,7 +35,7 @@ from ..ledger.events import EventKind, NewEvent
 from ..provenance.fingerprint import fingerprint
 from ..rules.versions import pin
 from .backing import Catalogue
-from .enforce import AccessGuard, Principal, is_plain_id, parse_action, parse_resource
+from .enforce import AccessGuard, Principal, parse_action, parse_resource
 from .matrix import Action, Resource, Role
 from .views import ARTEFACT, owner_of, policy_status, public_task
 
@@ -49,10 +51,6 @@ class Limits:
 
 DEFAULT_LIMITS = Limits()
 _SUBMISSION_FIELDS = frozenset({"class_id", "artefact_b64", "claims", "diagnostics"})
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)
 
 
 def text_field(payload: Mapping[str, Any], key: str) -> str:

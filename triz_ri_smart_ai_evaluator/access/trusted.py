@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .._clock import now_utc
+from .._ids import is_plain_id
 from ..canonical import canonical_json, sha256_hex
 from ..errors import InputError
 from ..ledger.attempts import (
@@ -43,14 +45,13 @@ from ..rules.task_class import TaskClass
 from ..rules.versions import canonical_rules, pin, rules_version
 from ..signal.inputs import AttemptInputs
 from .backing import Catalogue, ControlSetStore, ScheduleBook
-from .enforce import AccessGuard, Principal, is_plain_id, parse_action, parse_resource
+from .enforce import AccessGuard, Principal, parse_action, parse_resource
 from .matrix import TRUSTED_ROLES, Action, Resource, Role, Scope
 from .ports import (
     DEFAULT_LIMITS,
     Limits,
     decode_b64,
     encode_b64,
-    now_utc,
     optional_text,
     text_field,
 )

@@ -30,6 +30,7 @@ from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session, sy
 from triz_ri_smart_ai_evaluator._io import write_atomic
 from triz_ri_smart_ai_evaluator.errors import ExternalError, InputError
 
+from .._clock import now_utc
 from .contract import (
     TEMPORARY_FAILURE_REPLY,
     normalize_line_endings,
@@ -43,7 +44,6 @@ from .smtp_records import (
     ReceiverCredentials,
     SmtpEvent,
     analyse_message,
-    utc_now,
     utf8_text,
 )
 
@@ -357,7 +357,7 @@ class FeedbackReceiver:
         data_size_limit: int = DEFAULT_DATA_SIZE_LIMIT,
         session_timeout: float = 60.0,
         ready_timeout: float = 5.0,
-        clock: Callable[[], datetime] = utc_now,
+        clock: Callable[[], datetime] = now_utc,
     ) -> None:
         if (host is None) == (sock is None):
             raise InputError("FeedbackReceiver needs exactly one of host= and sock=")

@@ -36,10 +36,6 @@ def utf8_text(value: str) -> str:
     return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 # --------------------------------------------------------------------------- message analysis
 
 

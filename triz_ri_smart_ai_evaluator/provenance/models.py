@@ -20,13 +20,11 @@ from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from .._ids import is_plain_id
 from ..errors import EvaluatorError, InputError
 from ..ledger.events import utc_stamp
 from ..rules.indicators import REGISTERED_POLICY_ACCESS, PolicyAccess
 
-# The ledger's rule for identifiers in an event envelope (ledger/events.py): sources and attempts
-# are written there, so they must satisfy it before anything is stored.
-_PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}$")
 _INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _MAX_TEXT = 2000  # free-text fields (party, independence, notes); content has its own limit
@@ -70,7 +68,8 @@ def parse_enum(kind: type[E], value: object, what: str, error: type[EvaluatorErr
 
 def check_identifier(value: object, what: str, error: type[EvaluatorError] = InputError) -> str:
     """Return ``value`` if it is a plain ledger identifier, else raise ``error``."""
-    if not isinstance(value, str) or not _PLAIN.fullmatch(value):
+    # sources and attempts are written into ledger envelopes: the ledger's rule, checked first
+    if not is_plain_id(value):
         raise error(f"{what} {value!r} is not a plain identifier (letters, digits, ._:@/+-)")
     return value
 

@@ -16,9 +16,10 @@ import json
 import secrets
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from .._clock import now_utc
 from ..errors import InputError, IntegrityError
 from ..ledger.events import EventKind, NewEvent, parse_body, utc_stamp
 from ..ledger.store import LedgerStore
@@ -31,10 +32,6 @@ from .records import ConfirmationEntry, PolicyOutput, SourceRevision
 from .state import RegisterState
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class ProvenanceRegister:
     """Sources, policy outputs and confirmations, recorded in a :class:`LedgerStore`.
 
@@ -43,7 +40,7 @@ class ProvenanceRegister:
     """
 
     def __init__(self, store: LedgerStore, *, actor: str, rules: ProvenanceRules | None = None,
-                 clock: Callable[[], datetime] = _now) -> None:
+                 clock: Callable[[], datetime] = now_utc) -> None:
         self.actor = check_identifier(actor, "actor")
         self.rules = rules if rules is not None else ProvenanceRules()
         self._store = store

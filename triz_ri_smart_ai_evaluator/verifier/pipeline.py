@@ -20,12 +20,13 @@ import json
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._clock import now_utc
 from .._safe_read import parse_yaml
 from ..errors import EvaluatorError, InputError
 from ..ledger import attempts
@@ -139,10 +140,6 @@ def load_task(path: Path, *, extra_sources: Sequence[Path] = ()) -> LoadedTask:
                       sources)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class LedgerJournal:
     """The gate's :class:`~.gate.Journal` over the ledger: evidence content-addressed with an
     ``evidence.stored`` event, transitions as ``gate.transition``, injection signals as
@@ -153,7 +150,7 @@ class LedgerJournal:
         self._attempt = attempt_id
 
     def _append(self, kind: EventKind, data: dict[str, Any]) -> None:
-        self._store.append([NewEvent.make(kind, data, actor=ACTOR, at=_now(),
+        self._store.append([NewEvent.make(kind, data, actor=ACTOR, at=now_utc(),
                                           attempt=self._attempt)])
 
     def store(self, what: str, data: bytes) -> str:
@@ -203,7 +200,7 @@ def run_document(loaded: LoadedTask, store: LedgerStore, models: Mapping[str, Ch
     ``models`` maps "planner", "executor" and "verifier" to clients (the planner only when the
     task has no brief).  Failures of the roles are recorded and end the run; they never raise.
     """
-    started = _now()
+    started = now_utc()
     attempt_id = f"doc-{started.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
     pinned = pin(load_catalogue()[TASK_CLASS], started_at=started)
     attempts.initiate(store, pinned, attempt_id=attempt_id, task_version="1",
@@ -254,14 +251,14 @@ def run_document(loaded: LoadedTask, store: LedgerStore, models: Mapping[str, Ch
     progress("steps", len(brief.steps), len(brief.steps))
     inputs, values, checks = signal_inputs(store, attempt_id, brief, results, used,
                                            halted is not None, journal)
-    signal = attempts.evaluate(store, pinned, inputs, attempt_id=attempt_id, at=_now())
+    signal = attempts.evaluate(store, pinned, inputs, attempt_id=attempt_id, at=now_utc())
     return DocumentRun(attempt_id, brief, tuple(results), halted, signal, values, checks)
 
 
 def _errored(store: LedgerStore, attempt_id: str, brief: Brief | None,
              results: Sequence[StepResult], reason: str) -> DocumentRun:
     store.append([NewEvent.make(EventKind.ATTEMPT_ERRORED, {"reason": reason, "stage": "run"},
-                                actor=ACTOR, at=_now(), attempt=attempt_id)])
+                                actor=ACTOR, at=now_utc(), attempt=attempt_id)])
     return DocumentRun(attempt_id, brief, tuple(results), None, None, error=reason)
 
 
