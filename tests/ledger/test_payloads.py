@@ -13,9 +13,13 @@ import hashlib
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import JsonValue, ValidationError
 
 from triz_ri_smart_ai_evaluator.access import (
     AccessGuard,
@@ -32,7 +36,18 @@ from triz_ri_smart_ai_evaluator.access import (
     sign_request,
 )
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
+from triz_ri_smart_ai_evaluator.errors import InputError, IntegrityError
 from triz_ri_smart_ai_evaluator.ledger import attempts
+from triz_ri_smart_ai_evaluator.ledger.events import Event, EventKind, NewEvent
+from triz_ri_smart_ai_evaluator.ledger.merkle import leaf_hash
+from triz_ri_smart_ai_evaluator.ledger.payloads import (
+    PAYLOADS,
+    CommentAdded,
+    EscrowHeld,
+    Payload,
+    models_of,
+    payload_of,
+)
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
@@ -83,8 +98,6 @@ class _Clock:
 
 def _stored(store: LedgerStore, attempt_id: str, label: str) -> str:
     """Evidence content for ``label`` stored with its ``evidence.stored`` event."""
-    from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
-
     data = label.encode()
     digest = store.put_evidence(data)
     store.append([NewEvent.make(EventKind.EVIDENCE_STORED,
@@ -200,3 +213,96 @@ def test_the_writers_reproduce_the_golden_ledger_byte_for_byte(
     if os.environ.get("TRIZ_REGENERATE_GOLDEN") == "1":
         GOLDEN.write_bytes(b"".join(b + b"\n" for b in bodies))
     assert bodies == GOLDEN.read_bytes().splitlines()
+
+
+# -- the models --------------------------------------------------------------------------------
+def test_every_event_kind_has_a_payload_model() -> None:
+    assert set(PAYLOADS) == set(EventKind)
+
+
+def test_every_event_of_the_golden_ledger_reads_and_writes_back_the_same_bytes() -> None:
+    for seq, body in enumerate(GOLDEN.read_bytes().splitlines(), 1):
+        event = Event(seq, body, leaf_hash(body))
+        payload = payload_of(event)
+        new = NewEvent.make(event.kind, payload, actor=event.fields["actor"],
+                            at=event.fields["at"], attempt=event.fields["attempt"])
+        assert new.body(seq=seq, prev=event.fields["prev"]) == body
+
+
+_TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=12)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def _values(annotation: Any) -> st.SearchStrategy[Any]:
+    """JSON values that fit ``annotation`` (a field type of a payload model)."""
+    if annotation is JsonValue:
+        return _JSON
+    if isinstance(annotation, type) and issubclass(annotation, Payload):
+        return _data(annotation)
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _values(args[0])
+    if origin is Literal:
+        return st.sampled_from(args)
+    if origin in (Union, UnionType):
+        return st.one_of(*(_values(a) for a in args))
+    if origin is tuple:
+        return st.lists(_values(args[0]), max_size=3)
+    if origin is dict:
+        return st.dictionaries(_TEXT, _values(args[1]), max_size=3)
+    return {str: _TEXT, int: st.integers(-(2**53) + 1, 2**53 - 1), bool: st.booleans(),
+            type(None): st.none()}[annotation]
+
+
+def _data(model: type[Payload]) -> st.SearchStrategy[dict[str, Any]]:
+    """Payload data of ``model``: every required field, each optional one given or not."""
+    required, optional = {}, {}
+    for name, info in model.model_fields.items():
+        if name == "v":
+            continue
+        (required if info.is_required() else optional)[name] = _values(info.annotation)
+    return st.fixed_dictionaries(required, optional=optional)
+
+
+_MODELS = sorted({c for k in PAYLOADS for c in models_of(k)}, key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("model", _MODELS, ids=lambda m: m.__name__)
+@given(data=st.data())
+def test_a_payload_round_trips_through_its_canonical_bytes(model: type[Payload],
+                                                           data: st.DataObject) -> None:
+    given_data = data.draw(_data(model))
+    payload = model.model_validate(given_data)
+    assert payload.to_data() == given_data  # nothing added, nothing dropped, nothing coerced
+    again = model.model_validate_json(canonical_json(payload.to_data()))
+    assert again == payload
+    assert canonical_json(again.to_data()) == canonical_json(given_data)
+
+
+@pytest.mark.parametrize(("kind", "data", "where"), [
+    (EventKind.MEASUREMENT_RAW, {"what": "indicator", "id": "x", "source": "s"}, "value"),
+    (EventKind.MEASUREMENT_RAW, {"what": "guess", "id": "x"}, "what"),
+    (EventKind.EVIDENCE_STORED, {"what": "log", "digest": "ab", "size": "3"}, "size"),
+    (EventKind.ESCROW_HELD, {"held": "1", "payable_now": "1", "bonus": "9"}, "bonus"),
+    (EventKind.TRAINING_INCLUDED, {"included": 1, "mode": "full", "verified": True}, "included"),
+])
+def test_a_malformed_stored_payload_is_reported_with_its_seq_and_kind(
+    kind: EventKind, data: dict[str, Any], where: str
+) -> None:
+    body = NewEvent.make(kind, data, actor="tester", at=T0).body(seq=7, prev="0" * 64)
+    with pytest.raises(IntegrityError, match=rf"event 7 \({kind.value}\): .*{where}"):
+        payload_of(Event(7, body, leaf_hash(body)))
+
+
+def test_a_model_of_another_kind_is_refused_when_written() -> None:
+    with pytest.raises(InputError, match=r"escrow\.held"):
+        NewEvent.make(EventKind.ESCROW_HELD, CommentAdded(text="hi"), actor="tester", at=T0)
+
+
+def test_a_new_write_refuses_an_unknown_field() -> None:
+    with pytest.raises(ValidationError, match="bonus"):
+        EscrowHeld(held="1", payable_now="1", bonus="9")  # type: ignore[call-arg]

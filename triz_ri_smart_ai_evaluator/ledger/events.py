@@ -21,11 +21,14 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..canonical import canonical_json
 from ..errors import InputError, IntegrityError
 from .merkle import leaf_hash
+
+if TYPE_CHECKING:
+    from .payloads import Payload
 
 FORMAT_VERSION = 1
 GENESIS_PREV = "0" * 64
@@ -108,13 +111,17 @@ class NewEvent:
     def make(
         cls,
         kind: EventKind | str,
-        data: dict[str, Any],
+        data: Payload | dict[str, Any],
         *,
         actor: str,
         at: datetime | str,
         attempt: str | None = None,
     ) -> NewEvent:
-        """Build an event.  Raises InputError for an unknown kind or a malformed field."""
+        """Build an event holding ``data``: the kind's payload model (``ledger.payloads``), or
+        during the move to typed payloads a plain JSON object, canonicalised as given and not
+        checked against the model (callers still on dicts: provenance, verifier, service, cli;
+        tests that write synthetic payloads).  Raises InputError for an unknown kind, a model of
+        another kind or a malformed field."""
         kind_value = str(kind)
         if kind_value not in _KINDS:
             raise InputError(f"unknown event kind {kind_value!r}")
@@ -125,7 +132,11 @@ class NewEvent:
             if value is not None and not _PLAIN.fullmatch(value):
                 raise InputError(f"event {name} {value!r} is not a plain identifier")
         if not isinstance(data, dict):
-            raise InputError("event data must be a JSON object")
+            from .payloads import Payload, check_payload  # noqa: PLC0415 - payloads imports us
+
+            if not isinstance(data, Payload):
+                raise InputError("event data must be a JSON object")
+            data = check_payload(kind_value, data).to_data()
         return cls(kind_value, actor, stamp, attempt, canonical_json(data))
 
     def body(self, *, seq: int, prev: str) -> bytes:
