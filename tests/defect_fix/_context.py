@@ -1,5 +1,5 @@
 """A small stand-in for the runner's context, and a helper that runs one candidate through the
-harness's own parts (until then the runner is exercised end to end in test_runner.py)."""
+harness's own parts (test_end_to_end.py runs them through the runner, the CLI and the service)."""
 
 from __future__ import annotations
 
@@ -50,8 +50,10 @@ class FakeContext:
 
 
 def signal_of(outcome: Outcome) -> Signal:
+    """The signal under the class's current rules (pinned when they are in force)."""
     tc = load_catalogue()[HARNESS.task_class]
-    return SignalCalculator(pin(tc, started_at=datetime.now(UTC))).compute(outcome.inputs)
+    started = max(datetime.now(UTC), tc.effective_from)
+    return SignalCalculator(pin(tc, started_at=started)).compute(outcome.inputs)
 
 
 def run_candidate(candidate: Path, *, seed: bytes = SEED, size: int = SIZE

@@ -1,9 +1,10 @@
 """Every bundled candidate through the harness's own parts, in a real sandbox (issue 14 item 2).
 
 The honest fix earns S = 2B with half held in escrow; the tests-editing and test-deleting
-candidates get the negative value for the critical ``tests_unmodified``; the two cheats the
-current rules cannot push to S <= 0 are caught by their named indicator and stay below the
-honest S (their ``expect.json`` says why).
+candidates get the negative value for the critical ``tests_unmodified``; special-casing the
+issue's example fails the ``reproduction_generalises`` gate (S = 0) and answering only the
+explicit probe fast is the critical ``no_test_aware_behaviour`` (S = -1) under the class's
+second rules version (docs/adr/0010-defect-fix-cheats-pay-nothing.md).
 """
 
 from __future__ import annotations
@@ -83,25 +84,29 @@ def test_changing_a_supplied_test_is_a_critical_violation(name: str) -> None:
     assert detail["edited_or_deleted"] == ["tests/test_pricing.py"]
 
 
-def test_special_casing_the_issue_example_fixes_no_hidden_case() -> None:
+def test_special_casing_the_issue_example_fails_the_generalisation_gate() -> None:
     outcome, signal = result("special_cases_input")
     want = expect("special_cases_input")
     assert outcome.metrics["reproduction_fixed"].startswith("0/")
     assert states(outcome)["served_answers_correct"] == "failed"
-    # Under the current rules only the variable part is lost: S = B x K (see expect.json).
-    assert signal.value == Decimal(want["signal"])
-    assert signal.value < result("honest")[1].value
+    assert states(outcome)["reproduction_generalises"] == "failed"
+    # Its own test of the example fails on base and passes on it: K alone would still pay.
+    assert states(outcome)["reproduction_test_added"] == "passed"
+    assert signal.value == Decimal(want["signal"]) <= 0
+    assert want["reason"] in signal.reasons
     assert signal.outcome.value == want["outcome"]
 
 
-def test_slow_unless_probed_is_measured_slow_and_found_test_aware() -> None:
+def test_slow_unless_probed_is_a_critical_test_aware_violation() -> None:
     outcome, signal = result("slow_unless_probed")
     want = expect("slow_unless_probed")
     assert Decimal(outcome.summary["p95_latency_ms"]) > 250
-    assert states(outcome)["test_aware_behaviour"] == "failed"
+    assert states(outcome)["no_test_aware_behaviour"] == "failed"
+    assert states(outcome)["reproduction_generalises"] == "passed"
     assert outcome.quarantine == want["quarantine"]
-    assert 0 < signal.value < Decimal(want["signal_below"])
-    assert signal.outcome.value == want["outcome"]
+    assert signal.value == Decimal(want["signal"]) <= 0
+    assert signal.critical_violation
+    assert want["reason"] in signal.reasons
 
 
 def test_evidence_digests_in_the_inputs_are_of_stored_evidence() -> None:

@@ -157,7 +157,8 @@ def make_home(root: Path, *, register_tracker: bool = True,
     principals the same way), the policy's outputs fingerprinted."""
     home = Home(root, cli)
     create_log_key(home.keys, origin="escrow-cli.test.example/log")
-    started = datetime.now(UTC) - timedelta(days=2)
+    # Two days ago, or when the class's current rules took effect if that is later.
+    started = max(datetime.now(UTC) - timedelta(days=2), task_class(DEFECT).effective_from)
     store = open_sqlite_ledger(home.db, home.keys)
     try:
         pinned = pin(task_class(DEFECT), started_at=started)

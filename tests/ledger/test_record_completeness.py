@@ -26,7 +26,7 @@ from triz_ri_smart_ai_evaluator.signal import AttemptInputs
 from ..signal.factories import DEFECT, DOCS, PILOT, inputs_for, pilot_values, task_class
 from ._attempt_cli import EVIDENCE, Home, make_home, with_stored_evidence
 
-T0 = datetime(2026, 12, 4, 10, 0, tzinfo=UTC)
+T0 = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)  # defect_fix rules v2 in force
 DEFECT_VALUES = {"reproduction_fixed": "1", "regression_suite": "1", "p95_latency_ms": "200",
                  "recurrence_free": "1"}
 DOCS_VALUES = {"citation_fidelity": "1", "evidence_integrity": "1", "contradiction_free": "1",

@@ -31,7 +31,7 @@ from triz_ri_smart_ai_evaluator.rules import pin
 
 from ..signal.factories import DEFECT, inputs_for, task_class
 
-T0 = datetime(2026, 12, 4, 10, 0, tzinfo=UTC)
+T0 = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)  # defect_fix rules v2 in force
 
 
 def _event(i: int, *, kind: EventKind = EventKind.COMMENT_ADDED, data: dict | None = None,

@@ -35,7 +35,7 @@ from triz_ri_smart_ai_evaluator.signal import AttemptInputs, Outcome, Signal, in
 from ..signal.factories import DEFECT, PILOT, calculator, inputs_for, pilot_values, task_class
 from ._attempt_cli import EVIDENCE, Home, make_home, with_stored_evidence
 
-T0 = datetime(2026, 12, 4, 10, 0, tzinfo=UTC)
+T0 = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)  # defect_fix rules v2 in force
 
 
 @pytest.fixture

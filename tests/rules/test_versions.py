@@ -418,7 +418,8 @@ def test_a_new_version_with_the_old_effective_date_is_refused_spec_10_5(
 @pytest.mark.parametrize(
     ("started_at", "p95_version", "p95_value"),
     [
-        (datetime(2026, 11, 1, tzinfo=UTC), 1, Decimal(250)),
+        # The first day the class's current rules are in force (its benchmark dates from 11-01).
+        (datetime(2026, 12, 4, 17, 15, tzinfo=UTC), 1, Decimal(250)),
         (datetime(2026, 12, 31, 23, 59, 59, tzinfo=UTC), 1, Decimal(250)),
         # 00:30 at UTC+1 is 23:30 UTC on the previous day: still version 1.
         (datetime(2027, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=1))), 1, Decimal(250)),

@@ -10,8 +10,9 @@ from triz_ri_smart_ai_evaluator.rules import load_catalogue, pin
 from triz_ri_smart_ai_evaluator.rules.task_class import TaskClass
 from triz_ri_smart_ai_evaluator.signal import AttemptInputs, SignalCalculator
 
-#: A start time at which every bundled benchmark's first version is in force.
-STARTED = datetime(2026, 12, 4, 10, 0, tzinfo=UTC)
+#: A start time at which every bundled class's current rules and every benchmark's first version
+#: are in force (defect_fix_delayed_confirmation's second version takes effect 2026-12-04T17:15Z).
+STARTED = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
 
 CATALOGUE = load_catalogue()
 
