@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import NoteSigner, generate_signer
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
-from triz_ri_smart_ai_evaluator.ledger.log import PARALLEL_FROM, verify_ledger
+from triz_ri_smart_ai_evaluator.ledger.log import PARALLEL_FROM, check_ledger
 from triz_ri_smart_ai_evaluator.ledger.merkle import (
     consistency_proof_from,
     inclusion_proof_from,
@@ -210,7 +210,7 @@ def verification(path: Path, signer: NoteSigner, workers: int | None) -> tuple[f
         store = SqliteStore.open(path, read_only=True)
         try:
             t = time.perf_counter()
-            report = verify_ledger(store, log_key=signer.verifier, check_evidence=True,
+            report = check_ledger(store, log_key=signer.verifier, check_evidence=True,
                                    workers=workers)
             best = min(best, time.perf_counter() - t)
         finally:

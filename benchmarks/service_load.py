@@ -18,7 +18,7 @@ It prints, per ledger:
   trusted components recording concurrently (``--trusted-every N``: on every Nth attempt);
 * the trusted requests' rate and latency;
 * checks: no 5xx, every returned attempt id exactly once as ``attempt.initiated`` in the ledger,
-  and ``verify_ledger`` passing (chain, roots, signed checkpoints, evidence).
+  and ``check_ledger`` passing (chain, roots, signed checkpoints, evidence).
 
 The PostgreSQL part uses the local server (127.0.0.1:5432, trust authentication, database
 ``test``): a throw-away schema and roles created with ``PostgresStore.init_schema`` and dropped
@@ -437,9 +437,9 @@ def check_ledger(folder: Path, attempt_ids: list[str], *, postgres: dict[str, st
     from triz_ri_smart_ai_evaluator.ledger.events import parse_body  # noqa: PLC0415
     from triz_ri_smart_ai_evaluator.ledger.log import (  # noqa: PLC0415
         LOG_VKEY_FILE,
+        check_ledger,
         load_log_signer,
         load_vkey,
-        verify_ledger,
     )
     from triz_ri_smart_ai_evaluator.ledger.store import CheckpointPolicy  # noqa: PLC0415
 
@@ -466,7 +466,7 @@ def check_ledger(folder: Path, attempt_ids: list[str], *, postgres: dict[str, st
                 initiated[event["attempt"]] += 1
         store.append([], force_checkpoint=True)
         t = time.perf_counter()
-        report = verify_ledger(store, log_key=load_vkey(folder / "keys" / LOG_VKEY_FILE))
+        report = check_ledger(store, log_key=load_vkey(folder / "keys" / LOG_VKEY_FILE))
         verify_s = time.perf_counter() - t
         size = store.size()
     finally:

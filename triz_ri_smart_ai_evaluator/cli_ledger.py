@@ -20,13 +20,13 @@ from .ledger.events import EventKind, NewEvent
 from .ledger.log import (
     DEFAULT_ORIGIN,
     LOG_VKEY_FILE,
-    check_proof,
+    check_ledger,
     create_log_key,
     load_vkey,
     open_sqlite_ledger,
     prove_consistency,
     prove_inclusion,
-    verify_ledger,
+    verify_proof,
     witness_cosign,
     witness_notes_for,
 )
@@ -105,7 +105,7 @@ def ledger_verify(
         notes = witness_notes_for(WitnessStore(witness), log_key.name)
     ledger = open_sqlite_ledger(db, read_only=True)
     try:
-        report = verify_ledger(ledger, log_key=log_key, witness_notes=notes, witness_key=wkey)
+        report = check_ledger(ledger, log_key=log_key, witness_notes=notes, witness_key=wkey)
     finally:
         ledger.close()
     if as_json:
@@ -191,7 +191,7 @@ def ledger_verify_proof(
     document = read_document(proof)
     if not isinstance(document, dict):
         raise InputError(f"{proof}: a proof document is a JSON object")
-    out.print("ok: " + check_proof(document, log_key=load_vkey(log_vkey or keys / LOG_VKEY_FILE)))
+    out.print("ok: " + verify_proof(document, log_key=load_vkey(log_vkey or keys / LOG_VKEY_FILE)))
 
 
 @ledger_app.command("reconcile")

@@ -27,7 +27,7 @@ from triz_ri_smart_ai_evaluator.access import (
 )
 from triz_ri_smart_ai_evaluator.errors import EvaluatorError, InputError
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind
-from triz_ri_smart_ai_evaluator.provenance import ComponentKey, verify_signature
+from triz_ri_smart_ai_evaluator.provenance import ComponentKey, is_valid_signature
 
 from .conftest import CLASS, CONTROL, World, register_source
 from .payloads import b64
@@ -224,7 +224,7 @@ def test_signed_append_records_signature_that_reverifies(world: World) -> None:
     source = world.register.state.current_source("verifier-1")
     assert source is not None
     assert source.authentication.key_id == signed["key_id"]
-    assert verify_signature(source.authentication, message, signed["signature"])
+    assert is_valid_signature(source.authentication, message, signed["signature"])
     assert message == request_message(verifier.principal, "verifier_decisions", "append",
                                       payload)
 

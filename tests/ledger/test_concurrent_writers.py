@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import NoteVerifier
-from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger, verify_ledger
+from triz_ri_smart_ai_evaluator.ledger.log import check_ledger, create_log_key, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 
 from .conftest import PgLedger
@@ -94,7 +94,7 @@ def check_no_fork(store: LedgerStore, acks: dict[str, list[tuple[int, ...]]],
     # The writers really ran at once: their batches interleave.
     switches = sum(a != b for a, b in itertools.pairwise(data[s]["tag"] for s in sorted(data)))
     assert switches >= 2 * WRITERS, f"writers hardly interleaved ({switches} switches)"
-    report = verify_ledger(store, log_key=log_key, workers=1)
+    report = check_ledger(store, log_key=log_key, workers=1)
     assert report.ok, report.problems
     assert report.size == total
     sizes = [size for size, _ in store.checkpoints()]

@@ -5,7 +5,7 @@ The writer (``_workers/append_writer.py``) prints each event's position only aft
 returned, i.e. after the commit is durable.  Each run starts a writer on the same ledger, kills
 it after a random delay (sometimes before it even finished opening the ledger), then checks:
 every acknowledged event is stored with the data the writer gave it; the writer's batches are
-whole (all of a batch or none of it); positions are 1..size without gap; and ``verify_ledger``
+whole (all of a batch or none of it); positions are 1..size without gap; and ``check_ledger``
 passes (chain, Merkle roots at every log checkpoint, evidence).  The next run writes on after
 the crash, so recovery from every earlier kill is exercised too.
 """
@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import NoteVerifier
-from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger, verify_ledger
+from triz_ri_smart_ai_evaluator.ledger.log import check_ledger, create_log_key, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 
 from .conftest import PgLedger
@@ -131,7 +131,7 @@ def check_after_crash(store: LedgerStore, log_key: NoteVerifier, tag: str, acks:
     assert acked_batches <= set(batches)
     # At most the batch being acknowledged when the kill came may be stored but unacked.
     assert len(set(batches) - acked_batches) <= 1, sorted(set(batches) - acked_batches)
-    report = verify_ledger(store, log_key=log_key, workers=1)
+    report = check_ledger(store, log_key=log_key, workers=1)
     assert report.ok, report.problems
     return sum(len(m) for m in batches.values())
 
@@ -161,7 +161,7 @@ def crash_runs(args: list[str], opener: Any, log_key: NoteVerifier, seed: int) -
     store = opener()
     try:
         assert store.size() == total + 10
-        report = verify_ledger(store, log_key=log_key, workers=1)
+        report = check_ledger(store, log_key=log_key, workers=1)
         assert report.ok, report.problems
         assert report.checkpoints_checked >= 1
     finally:

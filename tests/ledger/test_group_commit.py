@@ -16,10 +16,10 @@ from triz_ri_smart_ai_evaluator.errors import ExternalError
 from triz_ri_smart_ai_evaluator.ledger.events import NewEvent
 from triz_ri_smart_ai_evaluator.ledger.log import (
     LOG_VKEY_FILE,
+    check_ledger,
     create_log_key,
     load_vkey,
     open_sqlite_ledger,
-    verify_ledger,
 )
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.service.ledger_worker import LedgerWorker
@@ -40,7 +40,7 @@ def verified(db: Path, keys: Path) -> bool:
     store = open_sqlite_ledger(db, keys)
     try:
         store.append([event(-1)], force_checkpoint=True)
-        return verify_ledger(store, log_key=load_vkey(keys / LOG_VKEY_FILE)).ok
+        return check_ledger(store, log_key=load_vkey(keys / LOG_VKEY_FILE)).ok
     finally:
         store.close()
 
@@ -211,4 +211,4 @@ def test_postgres_group_commits_at_its_end_and_survives_a_stale_head(
         fail_inside_a_group()
     assert reader.size() == 3
     store.append([event(5)], force_checkpoint=True)  # usable afterwards, head rebuilt
-    assert verify_ledger(store, log_key=load_vkey(keys / LOG_VKEY_FILE)).ok
+    assert check_ledger(store, log_key=load_vkey(keys / LOG_VKEY_FILE)).ok

@@ -17,10 +17,10 @@ from triz_ri_smart_ai_evaluator.ledger import attempts
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import Checkpoint, generate_signer, sign_note
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
 from triz_ri_smart_ai_evaluator.ledger.log import (
+    check_ledger,
     create_log_key,
     load_log_signer,
     open_sqlite_ledger,
-    verify_ledger,
     witness_cosign,
     witness_notes_for,
 )
@@ -65,7 +65,7 @@ class World:
     def verify(self):
         store = SqliteStore.open(self.db, read_only=True)
         try:
-            return verify_ledger(
+            return check_ledger(
                 store, log_key=self.log_key,
                 witness_notes=witness_notes_for(self.witness, self.log_key.name),
                 witness_key=self.witness_key, workers=1)

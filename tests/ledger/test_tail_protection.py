@@ -21,7 +21,7 @@ from triz_ri_smart_ai_evaluator.errors import IntegrityError
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import NoteSigner, generate_signer
 from triz_ri_smart_ai_evaluator.ledger.events import GENESIS_PREV, NewEvent, seal
 from triz_ri_smart_ai_evaluator.ledger.log import (
-    verify_ledger,
+    check_ledger,
     witness_cosign,
     witness_notes_for,
 )
@@ -205,7 +205,7 @@ def test_witness_never_cosigns_the_tampered_tail(make_store: Callable[..., Sqlit
         assert latest is not None
         assert latest.size == 8
         assert [size for size, _ in reader.checkpoints()] == [8]
-        report = verify_ledger(reader, log_key=signer.verifier,
+        report = check_ledger(reader, log_key=signer.verifier,
                                witness_notes=witness_notes_for(witness, ORIGIN), witness_key=wkey,
                                check_evidence=False)
         assert report.ok

@@ -2,7 +2,7 @@
 
 The attacker owns the database: on SQLite he opens the file without the store's authorizer and
 drops triggers as needed; on PostgreSQL he is a superuser who disables or drops the guards.
-Detection is ``verify_ledger`` with the log key and the notes the *witness* cosigned (mid-way
+Detection is ``check_ledger`` with the log key and the notes the *witness* cosigned (mid-way
 and at the end of the template) reporting a problem, and its report must locate the first
 divergent event where that is determinable: the event or range the first event-level problem
 names must contain the tampered position (a broken link at N names the link between N-1 and N,
@@ -34,7 +34,7 @@ import pytest
 
 from triz_ri_smart_ai_evaluator.errors import IntegrityError
 from triz_ri_smart_ai_evaluator.ledger.events import NewEvent
-from triz_ri_smart_ai_evaluator.ledger.log import verify_ledger, witness_cosign
+from triz_ri_smart_ai_evaluator.ledger.log import check_ledger, witness_cosign
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 from triz_ri_smart_ai_evaluator.ledger.verify import Report
@@ -133,15 +133,15 @@ def pg_template(pg_admin_dsn: str, sqlite_template: SqliteTemplate, keys: tm.Key
 
 
 def safe_verify(store: LedgerStore, **kwargs: Any) -> Report:
-    """verify_ledger; an exception out of it is a test failure (it must report, not raise)."""
+    """check_ledger; an exception out of it is a test failure (it must report, not raise)."""
     try:
-        return verify_ledger(store, **kwargs)
+        return check_ledger(store, **kwargs)
     except Exception as e:
-        pytest.fail(f"verify_ledger raised instead of reporting: {type(e).__name__}: {e}")
+        pytest.fail(f"check_ledger raised instead of reporting: {type(e).__name__}: {e}")
 
 
 def verify(store: LedgerStore, t: tm.Template, extra_notes: tuple[str, ...] = ()) -> Report:
-    """verify_ledger against the witness's cosigned checkpoints."""
+    """check_ledger against the witness's cosigned checkpoints."""
     return safe_verify(store, log_key=t.keys.log_key,
                        witness_notes=[*t.witness_notes, *extra_notes], witness_key=t.witness_key)
 

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from triz_ri_smart_ai_evaluator.ledger import log as ledger_log
 from triz_ri_smart_ai_evaluator.ledger.events import NewEvent
 from triz_ri_smart_ai_evaluator.ledger.log import (
+    check_ledger,
     create_log_key,
     open_sqlite_ledger,
-    verify_ledger,
 )
 from triz_ri_smart_ai_evaluator.ledger.merkle import leaf_hash, root_from_leaf_hashes
 from triz_ri_smart_ai_evaluator.ledger.verify import merged_root, push
@@ -56,7 +56,7 @@ def big_ledger(tmp_path, monkeypatch):
 @pytest.mark.parametrize("workers", [1, 2, 3, 5])
 def test_parallel_and_serial_verification_agree_on_a_clean_ledger(big_ledger, workers):
     _, store, key = big_ledger
-    report = verify_ledger(store, log_key=key, workers=workers)
+    report = check_ledger(store, log_key=key, workers=workers)
     assert report.ok, report.problems
     assert report.size == 3001
     assert report.checkpoints_checked == len(store.checkpoints())
@@ -70,7 +70,7 @@ def test_parallel_verification_finds_a_deleted_event_at_a_range_seam(big_ledger,
     conn.execute("DROP TRIGGER events_no_delete")
     conn.execute("DELETE FROM events WHERE seq = ?", (victim,))
     conn.commit()
-    report = verify_ledger(store, log_key=key, workers=workers)
+    report = check_ledger(store, log_key=key, workers=workers)
     assert not report.ok
     assert report.first_divergence is not None
     assert str(victim) in report.first_divergence

@@ -23,10 +23,10 @@ from triz_ri_smart_ai_evaluator.harnesses import runner
 from triz_ri_smart_ai_evaluator.ledger import attempts
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import open_note
 from triz_ri_smart_ai_evaluator.ledger.log import (
+    check_ledger,
     create_log_key,
     load_log_signer,
     open_sqlite_ledger,
-    verify_ledger,
 )
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import harness
@@ -76,7 +76,7 @@ class Ledger:
     def verify(self):
         store = SqliteStore.open(self.db, read_only=True)
         try:
-            return verify_ledger(store, log_key=self.log_key, workers=1)
+            return check_ledger(store, log_key=self.log_key, workers=1)
         finally:
             store.close()
 

@@ -46,7 +46,7 @@ from triz_ri_smart_ai_evaluator.access.enforce import Principal
 from triz_ri_smart_ai_evaluator.access.trusted import sign_request
 from triz_ri_smart_ai_evaluator.errors import EvaluatorError
 from triz_ri_smart_ai_evaluator.ledger.events import utc_stamp
-from triz_ri_smart_ai_evaluator.ledger.log import LOG_VKEY_FILE, load_vkey, verify_ledger
+from triz_ri_smart_ai_evaluator.ledger.log import LOG_VKEY_FILE, check_ledger, load_vkey
 from triz_ri_smart_ai_evaluator.provenance import sign_confirmation
 from triz_ri_smart_ai_evaluator.service.auth import signed_headers
 from triz_ri_smart_ai_evaluator.service.config import DEFAULT_TRUSTED
@@ -462,7 +462,7 @@ def test_the_ledger_verifies_after_the_fuzzing(live: Service) -> None:
     runtime = live.runtime
     runtime.call_sync(lambda: runtime.store.append([], force_checkpoint=True))
     log_key = load_vkey(live.folder / "keys" / LOG_VKEY_FILE)
-    report = runtime.call_sync(lambda: verify_ledger(runtime.store, log_key=log_key))
+    report = runtime.call_sync(lambda: check_ledger(runtime.store, log_key=log_key))
     assert report.ok, report.to_dict()
     kinds = {e["kind"] for e in live.events()}
     assert {"attempt.initiated", "access.violation"} <= kinds

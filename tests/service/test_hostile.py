@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
-from triz_ri_smart_ai_evaluator.ledger.log import load_vkey, open_sqlite_ledger, verify_ledger
+from triz_ri_smart_ai_evaluator.ledger.log import check_ledger, load_vkey, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.examples import bundled_candidates
 from triz_ri_smart_ai_evaluator.sandbox import probe_isolation
@@ -91,7 +91,7 @@ def test_queued_runs_lost_in_a_kill_9_each_end_completed_or_errored(tmp_path: Pa
         server.stop()
     store = open_sqlite_ledger(db, read_only=True)
     try:
-        report = verify_ledger(store, log_key=load_vkey(server.folder / "keys" / "log.vkey"))
+        report = check_ledger(store, log_key=load_vkey(server.folder / "keys" / "log.vkey"))
     finally:
         store.close()
     assert report.ok, report.problems

@@ -14,9 +14,9 @@ from pathlib import Path
 from tests.ledger._tamper import PostgresAttacker, SqliteAttacker
 from tests.ledger.conftest import PgLedger, pg_admin_dsn, pg_ledger  # noqa: F401 - fixtures
 from triz_ri_smart_ai_evaluator.ledger.log import (
+    check_ledger,
     load_vkey,
     open_sqlite_ledger,
-    verify_ledger,
     witness_cosign,
     witness_notes_for,
 )
@@ -116,7 +116,7 @@ def test_a_tail_deleted_while_stopped_is_refused_on_restart_and_never_cosigned(
     try:
         kinds = [body for _, body in store.scan()]
         assert any(b'"kind":"ledger.tamper_detected"' in b for b in kinds)
-        report = verify_ledger(store, log_key=load_vkey(folder / "keys" / "log.vkey"),
+        report = check_ledger(store, log_key=load_vkey(folder / "keys" / "log.vkey"),
                                witness_notes=witness_notes_for(witness, store_origin(folder)),
                                witness_key=wkey)
         assert report.ok, report.problems

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from triz_ri_smart_ai_evaluator.ledger.log import LOG_VKEY_FILE, load_vkey, verify_ledger
+from triz_ri_smart_ai_evaluator.ledger.log import LOG_VKEY_FILE, check_ledger, load_vkey
 
 from .conftest import Service, start_service
 
@@ -100,5 +100,5 @@ def test_concurrent_clients_lose_and_duplicate_nothing(loaded: Service) -> None:
     runtime = loaded.runtime
     runtime.call_sync(lambda: runtime.store.append([], force_checkpoint=True))
     log_key = load_vkey(loaded.folder / "keys" / LOG_VKEY_FILE)
-    report = runtime.call_sync(lambda: verify_ledger(runtime.store, log_key=log_key))
+    report = runtime.call_sync(lambda: check_ledger(runtime.store, log_key=log_key))
     assert report.ok, report.to_dict()

@@ -12,7 +12,7 @@ import pytest
 from tests.ledger.conftest import PgLedger, pg_admin_dsn, pg_ledger  # noqa: F401 - fixtures
 from tests.service.conftest import Service, start_service
 from triz_ri_smart_ai_evaluator.access import Role
-from triz_ri_smart_ai_evaluator.ledger.log import LOG_VKEY_FILE, load_vkey, verify_ledger
+from triz_ri_smart_ai_evaluator.ledger.log import LOG_VKEY_FILE, check_ledger, load_vkey
 from triz_ri_smart_ai_evaluator.service.client import ServiceError
 
 CLASS = "document_step_faithfulness"
@@ -43,5 +43,5 @@ def test_service_runs_on_postgres_and_the_ledger_verifies(pg_service: Service,
     runtime = pg_service.runtime
     runtime.call_sync(lambda: runtime.store.append([], force_checkpoint=True))
     log_key = load_vkey(pg_service.folder / "keys" / LOG_VKEY_FILE)
-    report = runtime.call_sync(lambda: verify_ledger(runtime.store, log_key=log_key))
+    report = runtime.call_sync(lambda: check_ledger(runtime.store, log_key=log_key))
     assert report.ok, report.to_dict()

@@ -37,7 +37,8 @@ from ..ledger.attempts import (
     rules_published_in,
 )
 from ..ledger.events import Event, EventKind, NewEvent, parse_body
-from ..provenance.confirmation import ComponentKey, Confirmation, verify_signature
+from ..provenance.confirmation import ComponentKey, Confirmation
+from ..provenance.confirmation import is_valid_signature as verify_signature
 from ..provenance.models import AuthMethod
 from ..provenance.register import ProvenanceRegister
 from ..rules.indicators import PolicyAccess

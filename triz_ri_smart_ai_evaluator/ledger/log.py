@@ -160,7 +160,7 @@ def prove_consistency(store: LedgerStore, old: int, new: int | None = None) -> d
     }
 
 
-def check_proof(document: dict[str, Any], *, log_key: NoteVerifier) -> str:
+def verify_proof(document: dict[str, Any], *, log_key: NoteVerifier) -> str:
     """Verify a proof document from ``prove_inclusion`` / ``prove_consistency`` as an outsider:
     the roots must come from checkpoints signed by the log, and the proof must hold.  Returns a
     one-line description; raises IntegrityError (or InputError for a malformed document)."""
@@ -236,7 +236,7 @@ def witness_cosign(
     )
 
 
-def verify_ledger(
+def check_ledger(
     store: LedgerStore,
     *,
     log_key: NoteVerifier,
@@ -245,7 +245,10 @@ def verify_ledger(
     check_evidence: bool = True,
     workers: int | None = None,
 ) -> Report:
-    """Verify chain, roots, the log's checkpoints and the witness's cosigned checkpoints."""
+    """Check chain, roots, the log's checkpoints and the witness's cosigned checkpoints.
+
+    Returns the :class:`Report` (its failures are data, not exceptions); raises InputError
+    when witness checkpoints come without the witness's key."""
     report = Report()
     origin = log_key.name
     anchors = anchors_from_notes(
@@ -279,7 +282,7 @@ def verify_ledger(
     size = store.size()
     workers = min(workers if workers is not None else (os.cpu_count() or 1), 8)
     if isinstance(store, SqliteStore) and workers > 1 and size >= PARALLEL_FROM:
-        _verify_in_parallel(store.path, size, workers, anchors, report, evidence)
+        _check_in_parallel(store.path, size, workers, anchors, report, evidence)
     else:
         finish(check_links(store.scan_indexed()), anchors, report, evidence=evidence)
     return report
@@ -303,7 +306,7 @@ def _links_worker(job: tuple[str, int, int, frozenset[int]]) -> Links:
         store.close()
 
 
-def _verify_in_parallel(
+def _check_in_parallel(
     path: Path,
     size: int,
     workers: int,

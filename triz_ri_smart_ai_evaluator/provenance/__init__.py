@@ -14,9 +14,9 @@ from .confirmation import (
     DOMAIN,
     ComponentKey,
     Confirmation,
+    is_valid_signature,
     sign_confirmation,
     signed_message,
-    verify_signature,
 )
 from .decision import (
     CONTENT_REASONS,
@@ -71,8 +71,8 @@ __all__ = [
     "check_confirmation",
     "ed25519_key_id",
     "fingerprint",
+    "is_valid_signature",
     "normalise_text",
     "sign_confirmation",
     "signed_message",
-    "verify_signature",
 ]

@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from ..rules.indicators import PolicyAccess
-from .confirmation import Confirmation, verify_signature
+from .confirmation import Confirmation, is_valid_signature
 from .decision import Decision, EchoMatch, Reason
 from .fingerprint import Fingerprint, fingerprint
-from .models import AuthMethod, SourceRecord, check_instant
+from .models import AuthMethod, SourceRecord, verify_instant
 from .state import RegisterState
 
 
@@ -29,7 +29,7 @@ def check_confirmation(
     InputError only for a naive ``received_at``; a bad signature or an echo is a decision, not
     an error.
     """
-    received = check_instant(received_at, "reception time")
+    received = verify_instant(received_at, "reception time")
     fp = fp if fp is not None else fingerprint(confirmation.text)
     rules = state.rules
     skew = timedelta(seconds=rules.clock_skew_seconds)
@@ -94,7 +94,7 @@ def _authenticate(source: SourceRecord | None, confirmation: Confirmation,
     if auth.method is AuthMethod.UNSIGNED or confirmation.signature is None:
         reasons.add(Reason.UNSIGNED)
         return None
-    if not verify_signature(auth, confirmation.signed_message(), confirmation.signature):
+    if not is_valid_signature(auth, confirmation.signed_message(), confirmation.signature):
         reasons.add(Reason.BAD_SIGNATURE)
         return None
     return auth.key_id

@@ -34,7 +34,7 @@ from ..canonical import canonical_json
 from ..errors import InputError
 from ..ledger.events import utc_stamp
 from .fingerprint import normalise_text
-from .models import Authentication, AuthMethod, check_identifier, check_instant
+from .models import Authentication, AuthMethod, verify_identifier, verify_instant
 
 DOMAIN = "triz-ri-smart-ai-evaluator/provenance/confirmation/v1"
 MAX_CONTENT_BYTES = 1 << 20
@@ -66,9 +66,9 @@ class Confirmation:
     content_bytes: bytes = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check_identifier(self.source, "source id")
-        check_identifier(self.attempt, "attempt")
-        object.__setattr__(self, "issued_at", check_instant(self.issued_at, "issue time"))
+        verify_identifier(self.source, "source id")
+        verify_identifier(self.attempt, "attempt")
+        object.__setattr__(self, "issued_at", verify_instant(self.issued_at, "issue time"))
         if not isinstance(self.content, str | dict | list):
             raise InputError("confirmation content must be text or a JSON object or array")
         data = canonical_json(self.content)
@@ -197,7 +197,7 @@ def sign_confirmation(
     return Confirmation(source, attempt, content, issued_at, key.sign(unsigned.signed_message()))
 
 
-def verify_signature(auth: Authentication, message: bytes, signature: str | None) -> bool:
+def is_valid_signature(auth: Authentication, message: bytes, signature: str | None) -> bool:
     """True only for a valid Ed25519 signature of ``message`` by the key in ``auth``.
 
     Never raises for a bad signature: a wrongly signed confirmation is evidence to record and

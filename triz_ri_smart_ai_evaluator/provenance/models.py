@@ -66,7 +66,7 @@ def parse_enum(kind: type[E], value: object, what: str, error: type[EvaluatorErr
     raise error(f"{what} {value!r} is not one of: {allowed}")
 
 
-def check_identifier(value: object, what: str, error: type[EvaluatorError] = InputError) -> str:
+def verify_identifier(value: object, what: str, error: type[EvaluatorError] = InputError) -> str:
     """Return ``value`` if it is a plain ledger identifier, else raise ``error``."""
     # sources and attempts are written into ledger envelopes: the ledger's rule, checked first
     if not is_plain_id(value):
@@ -74,14 +74,14 @@ def check_identifier(value: object, what: str, error: type[EvaluatorError] = Inp
     return value
 
 
-def check_text(value: object, what: str, error: type[EvaluatorError] = InputError) -> str:
+def verify_text(value: object, what: str, error: type[EvaluatorError] = InputError) -> str:
     """Return non-empty, bounded free text, else raise ``error``."""
     if not isinstance(value, str) or not value.strip() or len(value) > _MAX_TEXT:
         raise error(f"{what} must be non-empty text of at most {_MAX_TEXT} characters")
     return value
 
 
-def check_instant(value: object, what: str, error: type[EvaluatorError] = InputError) -> datetime:
+def verify_instant(value: object, what: str, error: type[EvaluatorError] = InputError) -> datetime:
     """A timezone-aware datetime, normalised to UTC and to the ledger's microsecond spelling."""
     if isinstance(value, str) and _INSTANT.fullmatch(value):
         return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
@@ -121,7 +121,7 @@ class Authentication:
     public_key: str | None = None  # canonical base64 of the raw 32-byte Ed25519 key
 
     def __post_init__(self) -> None:
-        _check_auth(self)
+        _verify_auth(self)
 
     @classmethod
     def unsigned(cls) -> Authentication:
@@ -165,7 +165,7 @@ def _as(error: type[EvaluatorError]) -> Iterator[None]:
         raise error(e.message) from e
 
 
-def _check_auth(auth: Authentication) -> None:
+def _verify_auth(auth: Authentication) -> None:
     error = InputError
     object.__setattr__(auth, "method", parse_enum(AuthMethod, auth.method, "method", error))
     if auth.method is AuthMethod.UNSIGNED:
@@ -209,7 +209,7 @@ class SourceRecord:
     revision: int = 1
 
     def __post_init__(self) -> None:
-        _check_source(self)
+        _verify_source(self)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -240,20 +240,20 @@ class SourceRecord:
 _SOURCE_FIELDS = tuple(SourceRecord.__dataclass_fields__)
 
 
-def _check_source(s: SourceRecord) -> None:
+def _verify_source(s: SourceRecord) -> None:
     error = InputError
     put = object.__setattr__
-    check_identifier(s.id, "source id", error)
-    check_text(s.party, "creating party", error)
-    put(s, "created_at", check_instant(s.created_at, "creation time", error))
+    verify_identifier(s.id, "source id", error)
+    verify_text(s.party, "creating party", error)
+    put(s, "created_at", verify_instant(s.created_at, "creation time", error))
     put(s, "origin", parse_enum(Origin, s.origin, "origin", error))
     put(s, "policy_access", parse_enum(PolicyAccess, s.policy_access, "policy access", error,
                                         REGISTERED_POLICY_ACCESS))
-    check_text(s.independence, "degree of independence", error)
+    verify_text(s.independence, "degree of independence", error)
     if not isinstance(s.authentication, Authentication):
         raise error("authentication must be an Authentication")
     if s.attempt is not None:
-        check_identifier(s.attempt, "attempt", error)
+        verify_identifier(s.attempt, "attempt", error)
     for name in ("synthetic", "quarantined"):
         if not isinstance(getattr(s, name), bool):
             raise error(f"{name} must be true or false")
@@ -261,7 +261,7 @@ def _check_source(s: SourceRecord) -> None:
     if s.origin is Origin.SYNTHETIC and not s.synthetic:
         raise error("a source of synthetic origin must carry the synthetic flag")
     if s.quarantined:
-        check_text(s.quarantine_reason, "quarantine reason", error)
+        verify_text(s.quarantine_reason, "quarantine reason", error)
     elif s.quarantine_reason is not None:
         raise error("a quarantine reason is given for a source that is not quarantined")
     if not isinstance(s.revision, int) or isinstance(s.revision, bool) or s.revision < 1:

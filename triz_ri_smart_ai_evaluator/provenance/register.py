@@ -27,7 +27,7 @@ from .check import check_confirmation
 from .confirmation import Confirmation
 from .decision import RELEASABLE, ProvenanceRules, Reason, Status, is_echo_collision
 from .fingerprint import Fingerprint, content_text, fingerprint
-from .models import SourceRecord, check_identifier, check_text, parse_enum
+from .models import SourceRecord, parse_enum, verify_identifier, verify_text
 from .records import ConfirmationEntry, PolicyOutput, SourceRevision
 from .state import RegisterState
 
@@ -41,7 +41,7 @@ class ProvenanceRegister:
 
     def __init__(self, store: LedgerStore, *, actor: str, rules: ProvenanceRules | None = None,
                  clock: Callable[[], datetime] = now_utc) -> None:
-        self.actor = check_identifier(actor, "actor")
+        self.actor = verify_identifier(actor, "actor")
         self.rules = rules if rules is not None else ProvenanceRules()
         self._store = store
         self._clock = clock
@@ -62,7 +62,7 @@ class ProvenanceRegister:
     def counts_as_independent(self, attempt: str) -> tuple[ConfirmationEntry, ...]:
         """The confirmations of ``attempt`` that count: accepted or released, one per source.
         Everything quarantined is left out (8.14, 8.15, 11.21)."""
-        return self.refresh().counted(check_identifier(attempt, "attempt"))
+        return self.refresh().counted(verify_identifier(attempt, "attempt"))
 
     def echo_collisions(self, attempt: str) -> tuple[ConfirmationEntry, ...]:
         """Authenticated confirmations of ``attempt`` from admissible sources that are held
@@ -70,7 +70,7 @@ class ProvenanceRegister:
         8.15).  They never count as confirmation; the policy writing a report's wording first
         must not make that report vanish either, so they are offered as evidence that may
         only lower the policy's signal (9.16; docs/adr/0006)."""
-        return self.refresh().echo_collisions(check_identifier(attempt, "attempt"))
+        return self.refresh().echo_collisions(verify_identifier(attempt, "attempt"))
 
     def source_history(self, source_id: str) -> tuple[SourceRevision, ...]:
         """Every revision of a source, oldest first (9.15 append-only change history)."""
@@ -115,7 +115,7 @@ class ProvenanceRegister:
         changing the id, creation time or origin, or removing the synthetic label (9.16: labels
         are not laundered; register a new source instead), or changing nothing.
         """
-        check_text(change, "reason for the change")
+        verify_text(change, "reason for the change")
         current = self.refresh().current_source(updated.id)
         if current is None:
             raise InputError(f"source {updated.id!r} is not registered")
@@ -151,7 +151,7 @@ class ProvenanceRegister:
         confirmation that the output matches is quarantined as an echo; being authenticated,
         it stays an echo collision (``echo.detected`` says so), which the policy cannot erase
         by repeating it.  Raises InputError for a malformed attempt or non-text."""
-        check_identifier(attempt, "attempt")
+        verify_identifier(attempt, "attempt")
         fp = fingerprint(text)
         state = self.refresh()
         digest = self._store.put_evidence(text.encode("utf-8"))
@@ -240,9 +240,9 @@ class ProvenanceRegister:
         is clear; ``rejected`` keeps it out for good.  Raises InputError otherwise, or for an
         unknown receipt or a confirmation that is not in quarantine.
         """
-        check_text(note, "reconciliation note")
+        verify_text(note, "reconciliation note")
         status = parse_enum(Status, outcome, "outcome", InputError)
-        actor = self.actor if by is None else check_identifier(by, "reconciling party")
+        actor = self.actor if by is None else verify_identifier(by, "reconciling party")
         state = self.refresh()
         entry = state.entry(receipt)
         if entry is None or entry.status is not Status.QUARANTINED:

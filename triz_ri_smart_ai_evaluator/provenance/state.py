@@ -19,7 +19,7 @@ from ..errors import IntegrityError
 from ..ledger.events import EventKind
 from .decision import Decision, EchoMatch, ProvenanceRules, Reason, Status
 from .fingerprint import METHOD, Fingerprint, NearDuplicateIndex
-from .models import SourceRecord, check_instant, check_text, parse_enum
+from .models import SourceRecord, parse_enum, verify_instant, verify_text
 from .records import (
     ConfirmationEntry,
     PolicyOutput,
@@ -155,7 +155,7 @@ class RegisterState:
         except (KeyError, TypeError, IndexError, AttributeError) as e:
             raise IntegrityError(f"event {seq} ({kind}): malformed provenance data: {e!r}") from e
         if attempt is not None and (kind.startswith("attempt.") or kind == EventKind.POLICY_OUTPUT):
-            self._attempts.setdefault(attempt, check_instant(fields["at"], "time", IntegrityError))
+            self._attempts.setdefault(attempt, verify_instant(fields["at"], "time", IntegrityError))
         self.size = seq
 
     def _fingerprint(self, kind: str, data: object, digest: str,
@@ -182,7 +182,7 @@ class RegisterState:
                     raise IntegrityError(f"source {record.id!r}: {name} cannot be amended")
             if history[-1].record.synthetic and not record.synthetic:
                 raise IntegrityError(f"source {record.id!r}: the synthetic label was removed")
-            change = check_text(fields["data"]["change"], "change", IntegrityError)
+            change = verify_text(fields["data"]["change"], "change", IntegrityError)
         revision = SourceRevision(record, seq, fields["at"], fields["actor"], change)
         self._sources.setdefault(record.id, []).append(revision)
 
@@ -196,7 +196,7 @@ class RegisterState:
         entry = ConfirmationEntry(
             receipt=data["receipt"], id=head["id"], source=head["source"],
             attempt=head["attempt"],
-            issued_at=check_instant(head["issued_at"], "issue time", IntegrityError),
+            issued_at=verify_instant(head["issued_at"], "issue time", IntegrityError),
             received_at=fields["at"], content_sha256=head["content_sha256"],
             signature=head["signature"], free_text=bool(data["free_text"]),
             fingerprint=self._fingerprint(fields["kind"], data["fingerprint"],

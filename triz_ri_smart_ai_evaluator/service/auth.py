@@ -31,7 +31,7 @@ from ..access.enforce import Principal
 from ..access.matrix import Role
 from ..canonical import canonical_json
 from ..errors import EvaluatorError
-from ..provenance.confirmation import ComponentKey, verify_signature
+from ..provenance.confirmation import ComponentKey, is_valid_signature
 from ..provenance.models import (
     Authentication,
     AuthMethod,
@@ -122,7 +122,7 @@ class Authenticator:
                 or source.authentication.method is not AuthMethod.ED25519):
             raise Unauthenticated("the principal has no usable key in the provenance register")
         message = http_message(principal_id, method, path, query, timestamp, nonce, body)
-        if not verify_signature(source.authentication, message, signature):
+        if not is_valid_signature(source.authentication, message, signature):
             raise Unauthenticated("the request signature does not verify")
         # Kept until the timestamp leaves the window; a later replay fails the window check.
         if not self._nonces.use(principal_id, nonce, now=int(self._clock()),

@@ -81,7 +81,7 @@ class ChatClient:
     def __repr__(self) -> str:
         return f"ChatClient({self._endpoint.describe()})"
 
-    def _crash(self, reason: str, raw_body: str | None = None) -> VerifierCrashed:
+    def _crashed(self, reason: str, raw_body: str | None = None) -> VerifierCrashed:
         text = f"{self._endpoint.describe()}: {reason}"
         if self._key:
             text = text.replace(self._key, "[redacted]")
@@ -103,16 +103,16 @@ class ChatClient:
                 for chunk in resp.iter_bytes():
                     size += len(chunk)
                     if size > MAX_RESPONSE_BYTES:
-                        raise self._crash(f"response larger than {MAX_RESPONSE_BYTES} bytes")
+                        raise self._crashed(f"response larger than {MAX_RESPONSE_BYTES} bytes")
                     # httpx times each read; this bounds the whole answer (a trickling server).
                     if time.monotonic() > deadline:
-                        raise self._crash(f"timed out after {timeout:g} s (slow response)")
+                        raise self._crashed(f"timed out after {timeout:g} s (slow response)")
                     chunks.append(chunk)
                 return resp.status_code, b"".join(chunks)
         except httpx.TimeoutException as e:
-            raise self._crash(f"timed out after {timeout:g} s ({type(e).__name__})") from e
+            raise self._crashed(f"timed out after {timeout:g} s ({type(e).__name__})") from e
         except httpx.HTTPError as e:
-            raise self._crash(f"transport error: {type(e).__name__}: {one_line(str(e))}") from e
+            raise self._crashed(f"transport error: {type(e).__name__}: {one_line(str(e))}") from e
 
     def chat(
         self,
@@ -143,19 +143,19 @@ class ChatClient:
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
-            raise self._crash(f"HTTP {status}: body is not UTF-8") from None
+            raise self._crashed(f"HTTP {status}: body is not UTF-8") from None
         if not 200 <= status < 300:
-            raise self._crash(f"HTTP {status}: {one_line(text) or '(empty body)'}", text)
+            raise self._crashed(f"HTTP {status}: {one_line(text) or '(empty body)'}", text)
         return self._reply_from(text, latency)
 
     def _reply_from(self, text: str, latency: float) -> ModelReply:
         try:
             body = json.loads(text)
         except (ValueError, RecursionError):
-            raise self._crash(f"body is not JSON: {one_line(text, 80)!r}", text) from None
+            raise self._crashed(f"body is not JSON: {one_line(text, 80)!r}", text) from None
         shape = _completion_fields(body)
         if isinstance(shape, str):
-            raise self._crash(f"body is not a chat completion: {shape}", text)
+            raise self._crashed(f"body is not a chat completion: {shape}", text)
         content, refusal, finish_reason, model, usage = shape
         return ModelReply(
             content=content,
