@@ -3,12 +3,14 @@ harness object and a real SQLite ledger: no sandbox needed, so every path runs i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -28,11 +30,25 @@ from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 from triz_ri_smart_ai_evaluator.rules.loader import load_task_class
 from triz_ri_smart_ai_evaluator.rules.versions import pin
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "plugins" / "toy_task_class"))
-from toy_triz_class import CATALOGUE
-from toy_triz_class.harness import HARNESS, ToySumHarness
+TOY = Path(__file__).resolve().parent.parent / "plugins" / "toy_task_class" / "toy_triz_class"
 
-TOY_RULES = load_task_class(CATALOGUE)
+
+def _load(name: str, path: Path) -> ModuleType:
+    """The toy module from its file, without putting the plugin folder on sys.path: there its
+    .dist-info would register the toy class for every test of this process."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look a module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+_toy = _load("toy_sum_harness_under_test", TOY / "harness.py")
+HARNESS = _toy.HARNESS
+ToySumHarness = _toy.ToySumHarness
+TOY_RULES = load_task_class(TOY / "toy_sum.yaml")
 
 
 @pytest.fixture
