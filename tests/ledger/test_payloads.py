@@ -264,7 +264,8 @@ def _data(model: type[Payload]) -> st.SearchStrategy[dict[str, Any]]:
     for name, info in model.model_fields.items():
         if name == "v":
             continue
-        (required if info.is_required() else optional)[name] = _values(info.annotation)
+        always = info.is_required() or name in model.ALWAYS_WRITTEN
+        (required if always else optional)[name] = _values(info.annotation)
     return st.fixed_dictionaries(required, optional=optional)
 
 

@@ -32,6 +32,7 @@ from ..errors import InputError, IntegrityError
 from ..ledger import instances
 from ..ledger.attempts import initiate
 from ..ledger.events import EventKind, NewEvent
+from ..ledger.payloads import EvidenceStored, PolicyOutput
 from ..provenance.fingerprint import fingerprint
 from ..rules.versions import pin
 from .backing import Catalogue
@@ -165,18 +166,18 @@ class PolicyPort:
         if self._store.put_evidence(artefact) != digest:
             raise IntegrityError("the evidence store returned a different artefact digest")
         actor = self.principal.id
-        events = [NewEvent.make(EventKind.EVIDENCE_STORED, {
-            "what": ARTEFACT, "digest": digest, "size": len(artefact), "submitted_by": actor,
-            "origin": "evaluated_model_output",
-        }, actor=actor, at=now, attempt=attempt_id)]
+        events = [NewEvent.make(EventKind.EVIDENCE_STORED, EvidenceStored(
+            what=ARTEFACT, digest=digest, size=len(artefact), submitted_by=actor,
+            origin="evaluated_model_output",
+        ), actor=actor, at=now, attempt=attempt_id)]
         for what, texts in (("claim", claim_list), ("diagnostic", note_list)):
             for n, text in enumerate(texts):
                 out = self._store.put_evidence(text.encode("utf-8"))
                 # spec 8.8, 9.9: a claim or note is stored as what it is; never evidence.
-                events.append(NewEvent.make(EventKind.POLICY_OUTPUT, {
-                    "output": out, "fingerprint": fingerprint(text).to_data(), "what": what,
-                    "index": n, "origin": "evaluated_model_output",
-                }, actor=actor, at=now, attempt=attempt_id))
+                events.append(NewEvent.make(EventKind.POLICY_OUTPUT, PolicyOutput(
+                    output=out, fingerprint=fingerprint(text).to_data(), what=what, index=n,
+                    origin="evaluated_model_output",
+                ), actor=actor, at=now, attempt=attempt_id))
         self._store.append(events)
         return attempt_id
 

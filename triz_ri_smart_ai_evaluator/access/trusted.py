@@ -37,6 +37,14 @@ from ..ledger.attempts import (
     rules_published_in,
 )
 from ..ledger.events import Event, EventKind, NewEvent, parse_body
+from ..ledger.payloads import (
+    AttemptEnded,
+    EvidenceStored,
+    Payload,
+    QuarantineChanged,
+    RulesPublished,
+    VerifierDecision,
+)
 from ..provenance.confirmation import ComponentKey, Confirmation
 from ..provenance.confirmation import is_valid_signature as verify_signature
 from ..provenance.models import AuthMethod
@@ -102,7 +110,8 @@ class _Signed:
     key_id: str
     signature: str
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, str]:
+        """Who asked, as the events appended for the request record it."""
         return {"request": self.digest, "key_id": self.key_id, "signature": self.signature}
 
 
@@ -237,13 +246,13 @@ class TrustedPort:
                       attempt: str | None) -> NewEvent:
         assert signed is not None
         p = self.principal
-        return NewEvent.make(EventKind.EVIDENCE_STORED, {
-            "what": SIGNED_REQUEST, "digest": signed.digest, "principal": p.id,
-            "role": p.role.value, "resource": res.value, "action": act.value,
-            "key_id": signed.key_id, "signature": signed.signature,
-        }, actor=p.id, at=self._clock(), attempt=attempt)
+        return NewEvent.make(EventKind.EVIDENCE_STORED, EvidenceStored(
+            what=SIGNED_REQUEST, digest=signed.digest, principal=p.id, role=p.role.value,
+            resource=res.value, action=act.value, key_id=signed.key_id,
+            signature=signed.signature,
+        ), actor=p.id, at=self._clock(), attempt=attempt)
 
-    def _event(self, kind: EventKind, data: dict[str, Any], attempt: str | None) -> NewEvent:
+    def _event(self, kind: EventKind, data: Payload, attempt: str | None) -> NewEvent:
         return NewEvent.make(kind, data, actor=self.principal.id, at=self._clock(),
                              attempt=attempt)
 
@@ -388,9 +397,11 @@ class TrustedPort:
         assert signed is not None
         self._store.append([
             self._signed_event(signed, Resource.EVIDENCE, Action.APPEND, attempt),
-            self._event(EventKind.EVIDENCE_STORED, {"what": what, "digest": digest,
-                                                    "size": len(content), "by": self.principal.id,
-                                                    **signed.fields()}, attempt),
+            self._event(EventKind.EVIDENCE_STORED,
+                        EvidenceStored(what=what, digest=digest, size=len(content),
+                                       by=self.principal.id, request=signed.digest,
+                                       key_id=signed.key_id, signature=signed.signature),
+                        attempt),
         ])
         return {"attempt_id": attempt, "digest": digest}
 
@@ -424,7 +435,11 @@ class TrustedPort:
         if not isinstance(decision, Mapping) or decision.get("verdict") not in _VERDICTS:
             raise InputError(f"decision must be an object with verdict one of {sorted(_VERDICTS)}")
         assert signed is not None
-        data = {**decision, "verifier": self.principal.id, **signed.fields()}
+        try:
+            data = VerifierDecision.model_validate(
+                {**decision, "verifier": self.principal.id, **signed.fields()})
+        except ValidationError as e:
+            raise InputError(f"decision: {e.errors()[0]['msg']}") from e
         seqs = self._store.append([
             self._signed_event(signed, Resource.VERIFIER_DECISIONS, Action.APPEND, attempt),
             self._event(EventKind.VERIFIER_DECISION, data, attempt),
@@ -481,8 +496,9 @@ class TrustedPort:
         if outcome not in _OUTCOMES:
             raise InputError(f"outcome must be one of {sorted(_OUTCOMES)}")
         assert signed is not None
-        data = {"outcome": outcome, "reason": text_field(payload, "reason")[:2000],
-                "by": self.principal.id, **signed.fields()}
+        data = AttemptEnded(outcome=str(outcome), reason=text_field(payload, "reason")[:2000],
+                            by=self.principal.id, request=signed.digest,
+                            key_id=signed.key_id, signature=signed.signature)
         seqs = self._store.append([
             self._signed_event(signed, Resource.ATTEMPTS, Action.APPEND, attempt),
             self._event(_OUTCOMES[str(outcome)], data, attempt),
@@ -497,9 +513,10 @@ class TrustedPort:
         if status not in ("quarantined", "clear"):
             raise InputError("status must be 'quarantined' or 'clear'")
         assert signed is not None
-        data = {"subject": "attempt", "status": status,
-                "reasons": [text_field(payload, "reason")[:2000]], "by": self.principal.id,
-                **signed.fields()}
+        data = QuarantineChanged(subject="attempt", status=str(status),
+                                 reasons=(text_field(payload, "reason")[:2000],),
+                                 by=self.principal.id, request=signed.digest,
+                            key_id=signed.key_id, signature=signed.signature)
         self._store.append([
             self._signed_event(signed, Resource.QUARANTINE, Action.APPEND, attempt),
             self._event(EventKind.QUARANTINE_CHANGED, data, attempt),
@@ -541,10 +558,10 @@ class TrustedPort:
         version = self._catalogue.publish(tc, at=self._clock())
         events = [self._signed_event(signed, Resource.RULES_AND_BENCHMARKS, Action.APPEND, None)]
         if version not in rules_published_in(self._store):
-            events.append(self._event(EventKind.RULES_PUBLISHED, {
-                "task_class": tc.id, "rules_version": version,
-                "canonical_rules": canonical_rules(tc).decode("utf-8"),
-            }, None))
+            events.append(self._event(EventKind.RULES_PUBLISHED, RulesPublished(
+                task_class=tc.id, rules_version=version,
+                canonical_rules=canonical_rules(tc).decode("utf-8"),
+            ), None))
         self._store.append(events)
         return {"class_id": tc.id, "rules_version": version}
 

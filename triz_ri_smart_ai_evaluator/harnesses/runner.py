@@ -30,11 +30,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .._io import write_atomic
 from ..errors import EvaluatorError, InputError
 from ..ledger import attempts
 from ..ledger.checkpoint import NoteSigner, sign_note
 from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
+from ..ledger.payloads import EvidenceStored, Payload
 from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue
 from ..rules.versions import PinnedRules, pin, rules_version
@@ -58,19 +61,24 @@ def json_bytes(doc: Any) -> bytes:
     return (json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
 
 
-def event(kind: EventKind, data: dict[str, Any], attempt: str) -> NewEvent:
-    """One event of the runner's actor, stamped now."""
+def event(kind: EventKind, data: Payload | dict[str, Any], attempt: str) -> NewEvent:
+    """One event of the runner's actor, stamped now (``data``: the kind's payload model, or a
+    plain object for the records the classes compose)."""
     return NewEvent.make(kind, data, actor=ACTOR, at=_now(), attempt=attempt)
 
 
 def store_evidence(store: LedgerStore, attempt_id: str, what: str, data: bytes,
                    **extra: Any) -> str:
-    """Content-addressed evidence plus its ``evidence.stored`` event (spec 10.3)."""
-    digest = store.put_evidence(data)
-    store.append([event(EventKind.EVIDENCE_STORED,
-                        {"what": what, "digest": digest, "size": len(data), **extra},
-                        attempt_id)])
-    return digest
+    """Content-addressed evidence plus its ``evidence.stored`` event (spec 10.3).  ``extra``
+    are further fields of :class:`~..ledger.payloads.EvidenceStored` (``scenarios``).  Raises
+    InputError for a field that model does not have."""
+    try:
+        stored = EvidenceStored(what=what, digest=store.put_evidence(data), size=len(data),
+                                **extra)
+    except ValidationError as e:
+        raise InputError(f"evidence {what!r}: {e.errors()[0]['msg']}") from e
+    store.append([event(EventKind.EVIDENCE_STORED, stored, attempt_id)])
+    return stored.digest
 
 
 @dataclass(slots=True)

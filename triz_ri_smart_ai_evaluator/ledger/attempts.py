@@ -28,6 +28,31 @@ from ..signal.result import Signal
 from . import instances
 from .events import OUTCOME_KINDS, Event, EventKind, NewEvent
 from .evidence import resolve, strip, unresolved_in
+from .payloads import (
+    AttemptAbandoned,
+    AttemptCompleted,
+    AttemptInitiated,
+    AwardDecision,
+    Benchmark,
+    EscrowHeld,
+    EscrowSettled,
+    EvidenceResolved,
+    IndicatorsComputed,
+    Payload,
+    RawChecklist,
+    RawClaim,
+    RawCost,
+    RawIndicator,
+    RawInput,
+    RawLateIndicator,
+    RawObstacle,
+    RawSelfCheck,
+    RulesPublished,
+    SourceRef,
+    TrainingIncluded,
+    payload_as,
+    payload_of,
+)
 from .record import attempt_record, violations
 from .store import LedgerStore
 
@@ -41,6 +66,7 @@ __all__ = [
     "initiate",
     "inputs_from_events",
     "parse_late",
+    "raw_inputs",
     "reconcile",
     "record_measurements",
     "record_settlement",
@@ -56,7 +82,7 @@ HARNESS = "evaluator"
 
 def _ev(
     kind: EventKind,
-    data: dict[str, Any],
+    data: Payload,
     *,
     attempt: str | None,
     at: datetime,
@@ -85,7 +111,7 @@ def rules_published_in(store: LedgerStore) -> set[str]:
         if marker in body:
             fields = json.loads(body)
             if fields["kind"] == EventKind.RULES_PUBLISHED.value:
-                found.add(str(fields["data"]["rules_version"]))
+                found.add(RulesPublished.model_validate(fields["data"]).rules_version)
     # A store that cannot be weakly referenced is simply not cached.
     with contextlib.suppress(TypeError):
         _PUBLISHED[store] = (size, frozenset(found))
@@ -136,47 +162,48 @@ def initiate(
         events.append(
             _ev(
                 EventKind.RULES_PUBLISHED,
-                {
-                    "task_class": tc.id,
-                    "rules_version": pinned.version,
-                    "canonical_rules": canonical_rules(tc).decode("utf-8"),
-                },
+                RulesPublished(
+                    task_class=tc.id,
+                    rules_version=pinned.version,
+                    canonical_rules=canonical_rules(tc).decode("utf-8"),
+                ),
                 attempt=None,
                 at=started_at,
             )
         )
-    data = {
-        "task_class": tc.id,
-        "attempt_id": attempt_id,
-        "task_version": task_version,
-        "instance": instance,
-        "rules_version": pinned.version,
-        "functions": [f.id for f in tc.functions],
-        "indicators": [i.id for i in tc.indicators],
-        "benchmarks": {
-            ind: {
-                "version": bm.version,
-                "value": None if bm.value is None else str(bm.value),
-                "low": None if bm.low is None else str(bm.low),
-                "high": None if bm.high is None else str(bm.high),
-            }
+    data = AttemptInitiated(
+        task_class=tc.id,
+        attempt_id=attempt_id,
+        task_version=task_version,
+        instance=instance,
+        rules_version=pinned.version,
+        functions=tuple(f.id for f in tc.functions),
+        indicators=tuple(i.id for i in tc.indicators),
+        benchmarks={
+            ind: Benchmark(
+                version=bm.version,
+                value=None if bm.value is None else str(bm.value),
+                low=None if bm.low is None else str(bm.low),
+                high=None if bm.high is None else str(bm.high),
+            )
             for ind, bm in sorted(pinned.benchmarks.items())
         },
         # spec 10.1: identifiers of the control data, never the control data itself.
-        "control_ids": sorted(control_ids),
-        "sources": {
-            s.id: {"kind": s.kind.value, "authentication": s.authentication} for s in tc.sources
+        control_ids=tuple(sorted(control_ids)),
+        sources={
+            s.id: SourceRef(kind=s.kind.value, authentication=s.authentication)
+            for s in tc.sources
         },
         # spec 10.1: the policy's access permissions for each source.
-        "policy_access": {s.id: s.policy_access.value for s in tc.sources},
-        "checklist": [c.id for c in tc.checklist],
-        "self_checks": [c.id for c in tc.self_checks],
-        "formula": tc.formula.model.value,
-        "verifier_version": verifier_version,
-        "artefact_sha256": artefact_sha256,
-        "started_at": started_at.astimezone(UTC).isoformat(),
-        "deadline": deadline.astimezone(UTC).isoformat(),
-    }
+        policy_access={s.id: s.policy_access.value for s in tc.sources},
+        checklist=tuple(c.id for c in tc.checklist),
+        self_checks=tuple(c.id for c in tc.self_checks),
+        formula=tc.formula.model.value,
+        verifier_version=verifier_version,
+        artefact_sha256=artefact_sha256,
+        started_at=started_at.astimezone(UTC).isoformat(),
+        deadline=deadline.astimezone(UTC).isoformat(),
+    )
     events.append(_ev(EventKind.ATTEMPT_INITIATED, data, attempt=attempt_id, at=started_at))
     return store.append(events)[-1]
 
@@ -190,110 +217,74 @@ def record_measurements(
     return store.append(events) if events else []
 
 
+#: The keyed raw inputs: the section of AttemptInputs and the record of each entry.
+_KEYED: tuple[tuple[str, type[RawIndicator | RawChecklist | RawSelfCheck]], ...] = (
+    ("measurements", RawIndicator),
+    ("checklist", RawChecklist),
+    ("self_checks", RawSelfCheck),
+)
+
+
+def raw_inputs(inputs: AttemptInputs) -> list[RawInput]:
+    """The ``measurement.raw`` records of ``inputs``, in the order they are written: each
+    indicator, checklist item and self-check by id, costs by id, obstacles, claims."""
+    out: list[RawInput] = [
+        model(id=key, **item.model_dump(mode="json"))
+        for section, model in _KEYED
+        for key, item in sorted(getattr(inputs, section).items())
+    ]
+    out += [RawCost(id=cost, value=str(value)) for cost, value in sorted(inputs.costs.items())]
+    out += [RawObstacle(**obstacle.model_dump(mode="json")) for obstacle in inputs.obstacles]
+    # spec 8.8: a claim is stored as what it is, a claim; it never becomes evidence.
+    out += [RawClaim(text=claim) for claim in inputs.claims]
+    return out
+
+
 def _measurement_events(attempt_id: str, inputs: AttemptInputs, *, at: datetime
                         ) -> list[NewEvent]:
-    events = []
-    for ind, m in sorted(inputs.measurements.items()):
-        events.append(
-            _ev(
-                EventKind.MEASUREMENT_RAW,
-                {"what": "indicator", "id": ind, **m.model_dump(mode="json")},
-                attempt=attempt_id,
-                at=at,
-                actor=m.source,
-            )
-        )
-    for item, state in sorted(inputs.checklist.items()):
-        events.append(
-            _ev(
-                EventKind.MEASUREMENT_RAW,
-                {"what": "checklist", "id": item, **state.model_dump(mode="json")},
-                attempt=attempt_id,
-                at=at,
-                actor=state.source,
-            )
-        )
-    for check, sc in sorted(inputs.self_checks.items()):
-        events.append(
-            _ev(
-                EventKind.MEASUREMENT_RAW,
-                {"what": "self_check", "id": check, **sc.model_dump(mode="json")},
-                attempt=attempt_id,
-                at=at,
-                actor=sc.source,
-            )
-        )
-    for cost, value in sorted(inputs.costs.items()):
-        events.append(
-            _ev(
-                EventKind.MEASUREMENT_RAW,
-                {"what": "cost", "id": cost, "value": str(value)},
-                attempt=attempt_id,
-                at=at,
-            )
-        )
-    for obstacle in inputs.obstacles:
-        events.append(
-            _ev(
-                EventKind.MEASUREMENT_RAW,
-                {"what": "obstacle", **obstacle.model_dump(mode="json")},
-                attempt=attempt_id,
-                at=at,
-                actor=obstacle.recorded_by,
-            )
-        )
-    for claim in inputs.claims:
-        # spec 8.8: a claim is stored as what it is, a claim; it never becomes evidence.
-        events.append(
-            _ev(
-                EventKind.MEASUREMENT_RAW,
-                {"what": "claim", "text": claim},
-                attempt=attempt_id,
-                at=at,
-                actor="policy",
-            )
-        )
-    return events
+    # spec 10.3: one event per input, each by the source it came from.
+    return [_ev(EventKind.MEASUREMENT_RAW, raw, attempt=attempt_id, at=at,
+                actor=raw.actor() or HARNESS) for raw in raw_inputs(inputs)]
 
 
-def indicators_payload(signal: Signal) -> dict[str, Any]:
+def indicators_payload(signal: Signal) -> IndicatorsComputed:
     """What ``indicators.computed`` holds: performance values, K, Perf_overall, blocks."""
 
     def n(v: object) -> str | None:
         return None if v is None else str(v)
 
     d = signal.to_dict()
-    return {
-        "performance": {i["id"]: i["performance"] for i in d["indicators"]},
-        "status": {i["id"]: i["status"] for i in d["indicators"]},
-        "below_minimum": sorted(i["id"] for i in d["indicators"] if i["below_minimum"]),
-        "checks": {c["id"]: c["state"] for c in d["checks"]},
-        "quality_k": d["quality_k"],
-        "perf_overall": d["perf_overall"],
-        "blocks": {b["id"]: b["value"] for b in d["blocks"]},
-        "cost": n(d["cost"]["value"]),
-    }
+    return IndicatorsComputed(
+        performance={i["id"]: i["performance"] for i in d["indicators"]},
+        status={i["id"]: i["status"] for i in d["indicators"]},
+        below_minimum=tuple(sorted(i["id"] for i in d["indicators"] if i["below_minimum"])),
+        checks={c["id"]: c["state"] for c in d["checks"]},
+        quality_k=d["quality_k"],
+        perf_overall=d["perf_overall"],
+        blocks={b["id"]: b["value"] for b in d["blocks"]},
+        cost=n(d["cost"]["value"]),
+    )
 
 
 def award_payload(
     signal: Signal, pinned: PinnedRules, *, rework: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+) -> AwardDecision:
     """What ``award.decision`` holds: the signal and its preliminary / held / final parts,
     every violation, and (from ``evaluate``) the ``rework`` credit of the attempt's instance."""
     d = signal.to_dict()
-    payload = {
-        "rules_version": signal.rules_version,
-        "outcome": d["outcome"],
-        "reasons": d["reasons"],
-        "critical_violation": d["critical_violation"],
-        "violations": violations(signal, pinned),
-        "verified": d["verified"],
-        "mode": d["mode"],
-        "training_use": d["training_use"],
+    payload = AwardDecision(
+        rules_version=signal.rules_version,
+        outcome=d["outcome"],
+        reasons=tuple(d["reasons"]),
+        critical_violation=d["critical_violation"],
+        violations=tuple(violations(signal, pinned)),
+        verified=d["verified"],
+        mode=d["mode"],
+        training_use=d["training_use"],
         **d["signal"],
-    }
+    )
     if rework is not None:
-        payload["rework"] = dict(rework)
+        payload = payload.model_copy(update={"rework": dict(rework)})
     return payload
 
 
@@ -358,7 +349,8 @@ def evaluate(
         quarantined = any(e.kind == EventKind.QUARANTINE_CHANGED.value
                           and e.data.get("status") == "quarantined" for e in events)
         _write_award(store, attempt_id, inputs, signal, pinned,
-                     resolution=resolution.record(), rework=rework, at=at,
+                     resolution=EvidenceResolved.model_validate(resolution.record()),
+                     rework=rework, at=at,
                      quarantined=quarantined)
     return signal
 
@@ -370,7 +362,7 @@ def _write_award(
     signal: Signal,
     pinned: PinnedRules,
     *,
-    resolution: dict[str, Any],
+    resolution: EvidenceResolved,
     rework: dict[str, Any],
     at: datetime,
     quarantined: bool = False,
@@ -387,7 +379,7 @@ def _write_award(
         out.append(
             _ev(
                 EventKind.ESCROW_HELD,
-                {"held": str(signal.held), "payable_now": str(signal.payable_now)},
+                EscrowHeld(held=str(signal.held), payable_now=str(signal.payable_now)),
                 attempt=attempt_id,
                 at=at,
             )
@@ -396,15 +388,15 @@ def _write_award(
     # shadow mode, never unverified); a later quarantine is its own record.
     # A stopping condition (pilot 12) quarantines the attempt before its award: never
     # included then.
-    included = {"included": award["training_use"] and not quarantined, "mode": award["mode"],
-                "verified": award["verified"]}
+    included = TrainingIncluded(included=award.training_use and not quarantined,
+                                mode=award.mode, verified=award.verified)
     if quarantined:
-        included["quarantined"] = True
+        included = included.model_copy(update={"quarantined": True})
     out.append(_ev(EventKind.TRAINING_INCLUDED, included, attempt=attempt_id, at=at))
     out.append(
         _ev(
             EventKind.ATTEMPT_COMPLETED,
-            {"outcome": signal.outcome.value},
+            AttemptCompleted(outcome=signal.outcome.value),
             attempt=attempt_id,
             at=at,
         )
@@ -440,8 +432,8 @@ def _settlement_event(
     )
     # echo_collision: the late values applied on the strength of a report that repeats a
     # policy output, recorded for the auditor (spec 8.14, 9.15; docs/adr/0006).
-    data = {**settlement.to_dict(), "late_source": late_source,
-            "echo_collision": list(echo_collision)}
+    data = EscrowSettled.model_validate({**settlement.to_dict(), "late_source": late_source,
+                                         "echo_collision": list(echo_collision)})
     return _ev(kind, data, attempt=attempt_id, at=at)
 
 
@@ -463,7 +455,7 @@ def reconcile(store: LedgerStore, *, now: datetime) -> list[str]:
             [
                 _ev(
                     EventKind.ATTEMPT_ABANDONED,
-                    {"reason": "no outcome by the deadline"},
+                    AttemptAbandoned(reason="no outcome by the deadline"),
                     attempt=a,
                     at=now,
                     actor="reconciler",
@@ -493,32 +485,22 @@ def inputs_from_events(events: Iterable[Event]) -> AttemptInputs:
     evidence digests its ``evidence.resolved`` event records as unresolved: the inputs its
     award was computed from (settlement recomputes the preliminary signal from them)."""
     events = list(events)
-    doc: dict[str, Any] = {
-        "measurements": {},
-        "checklist": {},
-        "self_checks": {},
-        "costs": {},
-        "obstacles": [],
-        "claims": [],
-    }
+    doc: dict[str, Any] = {section: {} for section, _ in _KEYED}
+    doc |= {"costs": {}, "obstacles": [], "claims": []}
+    sections = {model: section for section, model in _KEYED}
     for event in events:
-        f = event.fields
-        if f["kind"] != EventKind.MEASUREMENT_RAW.value:
+        if event.kind != EventKind.MEASUREMENT_RAW.value:
             continue
-        data = dict(f["data"])
-        what = data.pop("what")
-        if what == "indicator":
-            doc["measurements"][data.pop("id")] = data
-        elif what == "checklist":
-            doc["checklist"][data.pop("id")] = data
-        elif what == "self_check":
-            doc["self_checks"][data.pop("id")] = data
-        elif what == "cost":
-            doc["costs"][data["id"]] = data["value"]
-        elif what == "obstacle":
-            doc["obstacles"].append(data)
-        elif what == "claim":
-            doc["claims"].append(data["text"])
+        raw = payload_of(event)
+        if isinstance(raw, RawIndicator | RawChecklist | RawSelfCheck):
+            entry = {k: v for k, v in raw.to_data().items() if k not in ("what", "id")}
+            doc[sections[type(raw)]][raw.id] = entry
+        elif isinstance(raw, RawCost):
+            doc["costs"][raw.id] = raw.value
+        elif isinstance(raw, RawObstacle):
+            doc["obstacles"].append({k: v for k, v in raw.to_data().items() if k != "what"})
+        elif isinstance(raw, RawClaim):
+            doc["claims"].append(raw.text)
     return strip(AttemptInputs.model_validate(doc), unresolved_in(events))
 
 
@@ -652,12 +634,13 @@ def settle(
     written then.
     """
     events = verify_settleable(store, attempt_id)
-    initiated = next(e for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value).data
-    tc = rules_in_ledger(store, initiated["rules_version"])
+    initiated = payload_as(
+        next(e for e in events if e.kind == EventKind.ATTEMPT_INITIATED.value), AttemptInitiated)
+    tc = rules_in_ledger(store, initiated.rules_version)
     pinned = pin(
         tc,
-        started_at=datetime.fromisoformat(initiated["started_at"]),
-        version=initiated["rules_version"],
+        started_at=datetime.fromisoformat(initiated.started_at),
+        version=initiated.rules_version,
     )
     late_m = None
     collided: list[dict[str, Any]] = []  # late values backed only by an echo collision
@@ -686,7 +669,7 @@ def settle(
     written = [
         _ev(
             EventKind.MEASUREMENT_RAW,
-            {"what": "late_indicator", "id": k, **m.model_dump(mode="json")},
+            RawLateIndicator(id=k, **m.model_dump(mode="json")),
             attempt=attempt_id,
             at=at,
             actor=m.source,

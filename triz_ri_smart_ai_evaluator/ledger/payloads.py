@@ -24,7 +24,7 @@ model and raises IntegrityError naming the event's seq and kind when it does not
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
@@ -87,10 +87,15 @@ class Payload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     v: Literal[1] = 1
+    #: Fields written even when left at their default: a discriminator such as ``what``.
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ()
 
     def to_data(self) -> dict[str, Any]:
         """The JSON object the event holds: every field that was given, nothing else."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        data = self.model_dump(mode="json", exclude_unset=True)
+        for name in self.ALWAYS_WRITTEN:
+            data.setdefault(name, getattr(self, name))
+        return data
 
 
 class OpenPayload(Payload):
@@ -165,6 +170,8 @@ class AttemptRequeued(Payload):
 
 # -- raw measurements (spec 10.3): what the attempt's inputs were, exactly as received --------
 class _Raw(Payload):
+    ALWAYS_WRITTEN = ("what",)
+
     def actor(self) -> str | None:
         """Who the input came from (None: the evaluator itself)."""
         return None
