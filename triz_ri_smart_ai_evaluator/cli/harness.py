@@ -14,13 +14,24 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .errors import InputError
-from .harnesses import runner
-from .harnesses.protocol import Progress as ProgressFn
-from .harnesses.protocol import RunOptions, RunResult
-from .harnesses.registry import harness_for
-from .ledger.log import DEFAULT_ORIGIN, create_log_key, load_log_signer, open_sqlite_ledger
-from .pilot_02_feedback_form.examples import bundled_candidates
+from ..errors import InputError
+from ..harnesses import runner
+from ..harnesses.protocol import Progress as ProgressFn
+from ..harnesses.protocol import RunOptions, RunResult
+from ..harnesses.registry import harness_for
+from ..ledger.log import DEFAULT_ORIGIN, create_log_key, load_log_signer, open_sqlite_ledger
+from ..pilot_02_feedback_form.examples import bundled_candidates
+from .options import (
+    DEFAULT_DB,
+    DEFAULT_KEYS,
+    DEFAULT_RUNS,
+    DbOpt,
+    DegradedOpt,
+    JsonOpt,
+    KeysOpt,
+    OutOpt,
+    SizeOpt,
+)
 
 PILOT_02 = "pilot_02_feedback_form"
 
@@ -30,25 +41,6 @@ pilot_app.add_typer(feedback_app, name="feedback-form", no_args_is_help=True)
 
 out = Console()
 err = Console(stderr=True)
-
-DbOpt = Annotated[Path, typer.Option("--db", envvar="TRIZ_EVAL_DB", help="Ledger database.")]
-KeysOpt = Annotated[
-    Path, typer.Option("--keys", envvar="TRIZ_EVAL_KEYS", help="Folder of the log's keys.")
-]
-OutOpt = Annotated[
-    Path, typer.Option("--out", help="Where publication bundles are written (one per attempt).")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
-SizeOpt = Annotated[int, typer.Option("--size", min=100, help="Control-set size (pilot 6: 100+).")]
-DegradedOpt = Annotated[
-    bool,
-    typer.Option(
-        "--unsafe-degraded",
-        help="Where namespaces or bwrap are unavailable, run without isolation; the attempt "
-        "is labelled degraded and its signal is not training-grade.",
-    ),
-]
-
 
 def open_ledger(db: Path, keys: Path) -> Any:
     if not (keys / "log.key").exists():
@@ -76,9 +68,9 @@ def attempt_run_command(
     candidate: Annotated[Path, typer.Option("--candidate", "-c",
                                             help="The candidate, in the form the class "
                                             "takes (for example a unified diff).")],
-    db: DbOpt = Path(".triz-eval/ledger.db"),
-    keys: KeysOpt = Path(".triz-eval/keys"),
-    out_dir: OutOpt = Path(".triz-eval/runs"),
+    db: DbOpt = DEFAULT_DB,
+    keys: KeysOpt = DEFAULT_KEYS,
+    out_dir: OutOpt = DEFAULT_RUNS,
     size: Annotated[int | None, typer.Option(
         "--size", min=1, help="Control-set size (default: the class's minimum).")] = None,
     unsafe_degraded: DegradedOpt = False,
@@ -96,9 +88,9 @@ def run_command(
     candidate: Annotated[Path, typer.Option("--candidate", "-c",
                                             help="A unified diff against the starting "
                                             "repository, or a directory with a full copy.")],
-    db: DbOpt = Path(".triz-eval/ledger.db"),
-    keys: KeysOpt = Path(".triz-eval/keys"),
-    out_dir: OutOpt = Path(".triz-eval/runs"),
+    db: DbOpt = DEFAULT_DB,
+    keys: KeysOpt = DEFAULT_KEYS,
+    out_dir: OutOpt = DEFAULT_RUNS,
     size: SizeOpt = 100,
     unsafe_degraded: DegradedOpt = False,
     as_json: JsonOpt = False,
@@ -169,9 +161,9 @@ def _print_result(result: RunResult) -> None:
 
 @feedback_app.command("examples")
 def examples_command(
-    db: DbOpt = Path(".triz-eval/ledger.db"),
-    keys: KeysOpt = Path(".triz-eval/keys"),
-    out_dir: OutOpt = Path(".triz-eval/runs"),
+    db: DbOpt = DEFAULT_DB,
+    keys: KeysOpt = DEFAULT_KEYS,
+    out_dir: OutOpt = DEFAULT_RUNS,
     unsafe_degraded: DegradedOpt = False,
     as_json: JsonOpt = False,
 ) -> None:

@@ -13,11 +13,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ._io import load_model, read_document, write_atomic
-from .errors import InputError, IntegrityError
-from .ledger import attempts as attempt_log
-from .ledger.events import EventKind, NewEvent
-from .ledger.log import (
+from .._io import load_model, read_document, write_atomic
+from ..errors import InputError, IntegrityError
+from ..ledger import attempts as attempt_log
+from ..ledger.events import EventKind, NewEvent
+from ..ledger.log import (
     DEFAULT_ORIGIN,
     LOG_VKEY_FILE,
     check_ledger,
@@ -30,12 +30,13 @@ from .ledger.log import (
     witness_cosign,
     witness_notes_for,
 )
-from .ledger.recompute import recompute_ledger
-from .ledger.witness import WitnessStore
-from .rules.loader import BUNDLED_CATALOGUE, load_catalogue
-from .rules.published import BUNDLED_STORE, RulesStore, pin_published
-from .signal.calculator import SignalCalculator
-from .signal.inputs import AttemptInputs, Measurement
+from ..ledger.recompute import recompute_ledger
+from ..ledger.witness import WitnessStore
+from ..rules.loader import BUNDLED_CATALOGUE, load_catalogue
+from ..rules.published import BUNDLED_STORE, RulesStore, pin_published
+from ..signal.calculator import SignalCalculator
+from ..signal.inputs import AttemptInputs, Measurement
+from .options import DEFAULT_DB, DEFAULT_KEYS, DbOpt, JsonOpt, KeysOpt, StoreOpt, TaskClassOpt
 
 ledger_app = typer.Typer(help="The tamper-evident ledger: init, verify, recompute, proofs.")
 witness_app = typer.Typer(help="An independent witness that cosigns consistent checkpoints.")
@@ -45,13 +46,6 @@ escrow_app = typer.Typer(help="Escrow: settle a held share with a late verified 
 out = Console()
 err = Console(stderr=True)
 
-DbOpt = Annotated[Path, typer.Option("--db", envvar="TRIZ_EVAL_DB", help="Ledger database.")]
-KeysOpt = Annotated[
-    Path, typer.Option("--keys", envvar="TRIZ_EVAL_KEYS", help="Folder of the log's keys.")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
-DEFAULT_DB = Path(".triz-eval/ledger.db")
-DEFAULT_KEYS = Path(".triz-eval/keys")
 DEFAULT_WITNESS = Path(".triz-eval/witness")
 
 
@@ -256,7 +250,7 @@ def _evidence_files(folder: Path, sources: set[str]) -> list[tuple[str, str, byt
 
 @attempt_app.command("evaluate")
 def attempt_evaluate(
-    task_class: Annotated[str, typer.Option("--task-class", "-t", help="Task-class id.")],
+    task_class: TaskClassOpt,
     input_file: Annotated[Path, typer.Option("--input", "-i", help="Verified inputs.")],
     attempt_id: Annotated[str | None, typer.Option(help="Attempt id (default: new).")] = None,
     evidence_dir: Annotated[Path | None, typer.Option(
@@ -270,9 +264,7 @@ def attempt_evaluate(
     db: DbOpt = DEFAULT_DB,
     keys: KeysOpt = DEFAULT_KEYS,
     catalogue: Annotated[Path, typer.Option(help="Task-class folder.")] = BUNDLED_CATALOGUE,
-    store: Annotated[Path, typer.Option(
-        "--store", envvar="TRIZ_EVAL_RULES_STORE",
-        help="Published rules versions (default: the bundled store).")] = BUNDLED_STORE,
+    store: StoreOpt = BUNDLED_STORE,
     as_json: JsonOpt = False,
 ) -> None:
     """Initiate an attempt in the ledger, store its evidence, record its measurements and
@@ -371,7 +363,7 @@ def _read_late(
     Raises InputError."""
     # Imported here: the provenance package pulls in MinHash (numpy), which the other ledger
     # commands do not need at start-up.
-    from .provenance.confirmation import Confirmation  # noqa: PLC0415
+    from ..provenance.confirmation import Confirmation  # noqa: PLC0415
 
     document = read_document(path)
     if not isinstance(document, dict) or set(document) != {"values", "confirmations"}:
@@ -434,7 +426,7 @@ def escrow_settle(
             ledger.close()
         _emit(result.to_dict())
         return
-    from .provenance.register import ProvenanceRegister  # noqa: PLC0415 (see _read_late)
+    from ..provenance.register import ProvenanceRegister  # noqa: PLC0415 (see _read_late)
 
     values, measurements, confirmations = _read_late(late, attempt_id)
     ledger = open_sqlite_ledger(db, keys)
@@ -486,8 +478,8 @@ def escrow_sign_confirmation(
     SHA-256 of the content's canonical JSON, which is the digest a late value cites as its
     evidence; with --out, that digest is printed.
     """
-    from .provenance.confirmation import sign_confirmation  # noqa: PLC0415 (see _read_late)
-    from .service.config import load_principal_key  # noqa: PLC0415
+    from ..provenance.confirmation import sign_confirmation  # noqa: PLC0415 (see _read_late)
+    from ..service.config import load_principal_key  # noqa: PLC0415
 
     signing_key = load_principal_key(key)
     stated: Any

@@ -25,7 +25,7 @@ def init_command(
 ) -> None:
     """Write service.yaml, one Ed25519 key per trusted principal and the policy tokens
     (credentials.json, mode 0600; the configuration keeps only their hashes)."""
-    from .service.config import init_service_dir  # noqa: PLC0415
+    from ..service.config import init_service_dir  # noqa: PLC0415
 
     sys.stdout.write(json.dumps(init_service_dir(folder, policies=policies,
                                                  postgres=postgres), indent=2) + "\n")
@@ -64,16 +64,16 @@ def _change_key(config: Path, principal_id: str, *, revoke: bool) -> None:
 
     import yaml  # noqa: PLC0415
 
-    from ._io import write_atomic  # noqa: PLC0415
-    from .errors import InputError  # noqa: PLC0415
-    from .provenance.register import ProvenanceRegister  # noqa: PLC0415
-    from .service.auth import sync_trusted_sources  # noqa: PLC0415
-    from .service.config import (  # noqa: PLC0415
+    from .._io import write_atomic  # noqa: PLC0415
+    from ..errors import InputError  # noqa: PLC0415
+    from ..provenance.register import ProvenanceRegister  # noqa: PLC0415
+    from ..service.auth import sync_trusted_sources  # noqa: PLC0415
+    from ..service.config import (  # noqa: PLC0415
         TrustedPrincipal,
         load_config,
         write_principal_key,
     )
-    from .service.runtime import open_store  # noqa: PLC0415
+    from ..service.runtime import open_store  # noqa: PLC0415
 
     settings, base = load_config(config)
     current = next((t for t in settings.trusted if t.id == principal_id), None)
@@ -116,11 +116,11 @@ def serve_command(
     document is at /openapi.json, interactive docs at /docs."""
     import uvicorn  # noqa: PLC0415
 
-    from .service.app import create_app  # noqa: PLC0415
-    from .service.config import load_config  # noqa: PLC0415
-    from .service.refusals import configure_logging  # noqa: PLC0415
-    from .service.request_guard import head_timeout_protocol  # noqa: PLC0415
-    from .service.runtime import Runtime  # noqa: PLC0415
+    from ..service.app import create_app  # noqa: PLC0415
+    from ..service.config import load_config  # noqa: PLC0415
+    from ..service.refusals import configure_logging  # noqa: PLC0415
+    from ..service.request_guard import head_timeout_protocol  # noqa: PLC0415
+    from ..service.runtime import Runtime  # noqa: PLC0415
 
     settings, base = load_config(config)
     limits = settings.limits

@@ -17,17 +17,18 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ._io import read_document
-from .cli_pilot import DbOpt, JsonOpt, KeysOpt, open_ledger, progress_bar
-from .errors import ExternalError, InputError
-from .verifier.calibrate import Confusion, calibrate, load_corpus, report_json
-from .verifier.chat import ChatModel, Endpoint
-from .verifier.client import ChatClient
-from .verifier.gate import Inspection, VerifierGate, mechanical_issues
-from .verifier.input_files import load_brief, load_draft
-from .verifier.mechanical import MechanicalReport, check_draft
-from .verifier.pipeline import DocumentRun, load_task, run_document
-from .verifier.report import publish
+from .._io import read_document
+from ..errors import ExternalError, InputError
+from ..verifier.calibrate import Confusion, calibrate, load_corpus, report_json
+from ..verifier.chat import ChatModel, Endpoint
+from ..verifier.client import ChatClient
+from ..verifier.gate import Inspection, VerifierGate, mechanical_issues
+from ..verifier.input_files import load_brief, load_draft
+from ..verifier.mechanical import MechanicalReport, check_draft
+from ..verifier.pipeline import DocumentRun, load_task, run_document
+from ..verifier.report import publish
+from .harness import open_ledger, progress_bar
+from .options import DEFAULT_DB, DEFAULT_KEYS, DbOpt, JsonOpt, KeysOpt
 
 document_app = typer.Typer(help="The blind verifier gate for multi-step document generation.")
 out = Console()
@@ -38,8 +39,8 @@ err = Console(stderr=True)
 def run_command(
     task: Annotated[Path, typer.Option("--task", "-t", help="Task file (YAML or JSON): the "
                                        "task, a brief or a planner, and the role endpoints.")],
-    db: DbOpt = Path(".triz-eval/ledger.db"),
-    keys: KeysOpt = Path(".triz-eval/keys"),
+    db: DbOpt = DEFAULT_DB,
+    keys: KeysOpt = DEFAULT_KEYS,
     out_dir: Annotated[Path, typer.Option("--out", help="Where run folders are written.")] = (
         Path(".triz-eval/documents")),
     source: Annotated[list[Path] | None, typer.Option(
