@@ -25,6 +25,8 @@ else
 fi
 .venv/bin/ruff check .
 .venv/bin/mypy
+# The layers of the design (docs/architecture.md), as contracts on the import graph.
+.venv/bin/lint-imports --no-cache --no-logo .importlinter
 
 # tests/service runs pilot attempts in its worker pool (which opens sandboxes and probes
 # isolation): it stays with the sandbox tests, after them, as before the split.
