@@ -38,7 +38,9 @@ from triz_ri_smart_ai_evaluator.access import (
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
 from triz_ri_smart_ai_evaluator.errors import InputError, IntegrityError
 from triz_ri_smart_ai_evaluator.ledger import attempts
+from triz_ri_smart_ai_evaluator.ledger.checkpoint import generate_signer
 from triz_ri_smart_ai_evaluator.ledger.events import Event, EventKind, NewEvent
+from triz_ri_smart_ai_evaluator.ledger.log import check_ledger
 from triz_ri_smart_ai_evaluator.ledger.merkle import leaf_hash
 from triz_ri_smart_ai_evaluator.ledger.payloads import (
     PAYLOADS,
@@ -49,8 +51,9 @@ from triz_ri_smart_ai_evaluator.ledger.payloads import (
     payload_of,
 )
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
+from triz_ri_smart_ai_evaluator.ledger.record import attempt_record
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
-from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
+from triz_ri_smart_ai_evaluator.ledger.store import CheckpointPolicy, LedgerStore
 from triz_ri_smart_ai_evaluator.provenance import (
     ComponentKey,
     Origin,
@@ -196,11 +199,15 @@ def _through_the_trusted_port(store: LedgerStore, register: ProvenanceRegister,
 def _bodies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     # the register's receipts are random; the golden file needs one fixed receipt
     monkeypatch.setattr(provenance_register.secrets, "token_hex", lambda n: "5e" * n)
-    store = SqliteStore.open(tmp_path / "golden.db")
+    signer = generate_signer("payloads.test/log")
+    store = SqliteStore.open(tmp_path / "golden.db", policy=CheckpointPolicy(signer, signer.name))
     try:
         write_golden_ledger(store)
         report = recompute_ledger(store)
         assert report.ok, report.mismatches
+        assert report.attempts == 2
+        verified = check_ledger(store, log_key=signer.verifier)
+        assert verified.ok, verified
         return [body for _, body in store.scan()]
     finally:
         store.close()
@@ -307,3 +314,28 @@ def test_a_model_of_another_kind_is_refused_when_written() -> None:
 def test_a_new_write_refuses_an_unknown_field() -> None:
     with pytest.raises(ValidationError, match="bonus"):
         EscrowHeld(held="1", payable_now="1", bonus="9")  # type: ignore[call-arg]
+
+
+def test_a_malformed_raw_measurement_stops_recompute_and_the_record_naming_the_event(
+    tmp_path: Path,
+) -> None:
+    """A measurement the writer never wrote (a cost as a number) in an awarded attempt: the
+    readers name it rather than compute from it or fail with a KeyError."""
+    store = SqliteStore.open(tmp_path / "odd.db")
+    try:
+        pinned = pin(task_class(PILOT), started_at=T0)
+        attempts.initiate(store, pinned, attempt_id="odd-1", task_version="1", started_at=T0,
+                          deadline=T0 + timedelta(hours=1))
+        [seq] = store.append([NewEvent.make(EventKind.MEASUREMENT_RAW,
+                                            {"what": "cost", "id": "smtp_calls", "value": 3},
+                                            actor="harness", at=T0, attempt="odd-1")])
+        attempts.evaluate(store, pinned, _inputs("pilot"), attempt_id="odd-1", at=T0)
+        expected = rf"event {seq} \(measurement\.raw\): .*value"
+        with pytest.raises(IntegrityError, match=expected):
+            recompute_ledger(store)
+        with pytest.raises(IntegrityError, match=expected):
+            attempt_record(store.attempt_events("odd-1"))
+        with pytest.raises(IntegrityError, match=expected):
+            attempts.inputs_from_events(store.attempt_events("odd-1"))
+    finally:
+        store.close()

@@ -71,6 +71,7 @@ __all__ = [
     "check_payload",
     "models_of",
     "payload_as",
+    "payload_from",
     "payload_of",
 ]
 
@@ -266,6 +267,9 @@ class EvidenceStored(Payload):
     by: str | None = None
     via: str | None = None
     scenarios: int | None = None
+    #: A harness's candidate: how it was handed in (``diff``, ``directory``) and its digest.
+    source: str | None = None
+    candidate_sha256: str | None = None
 
 
 class Resolved(Payload):
@@ -518,6 +522,21 @@ def check_payload(kind: EventKind | str, payload: Payload) -> Payload:
     return payload
 
 
+def payload_from(kind: str, data: Any, *, seq: int) -> Payload:
+    """The typed ``data`` of event ``seq`` of ``kind``, for a reader that parsed the body
+    itself.  Raises IntegrityError naming the event's seq and kind when it does not fit."""
+    if kind not in _ADAPTERS:
+        raise IntegrityError(f"event {seq}: unknown kind {kind!r}")
+    try:
+        payload = _ADAPTERS[kind].validate_python(data)
+    except ValidationError as e:
+        raise IntegrityError(
+            f"event {seq} ({kind}): stored payload does not fit its model: {_problem(e)}"
+        ) from e
+    assert isinstance(payload, Payload)
+    return payload
+
+
 def payload_of(event: Event) -> Payload:
     """The typed data of a stored event.
 
@@ -525,17 +544,7 @@ def payload_of(event: Event) -> Payload:
     model (or the body is not an event: see ``events.parse_body``).
     """
     fields = event.fields
-    kind = str(fields["kind"])
-    if kind not in _ADAPTERS:
-        raise IntegrityError(f"event {event.seq}: unknown kind {kind!r}")
-    try:
-        payload = _ADAPTERS[kind].validate_python(fields["data"])
-    except ValidationError as e:
-        raise IntegrityError(
-            f"event {event.seq} ({kind}): stored payload does not fit its model: {_problem(e)}"
-        ) from e
-    assert isinstance(payload, Payload)
-    return payload
+    return payload_from(str(fields["kind"]), fields["data"], seq=event.seq)
 
 
 def payload_as(event: Event, model: type[P]) -> P:

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..canonical import canonical_json
 from ..errors import IntegrityError
+from .payloads import payload_from
 from .store import LedgerStore
 
 _CTX = Context(
@@ -502,7 +503,9 @@ class _Ledger:
 
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     initiated: dict[str, dict[str, Any]] = field(default_factory=dict)
-    raw: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    #: (seq, data) of each ``measurement.raw``, read through its model when the attempt is
+    #: recomputed (an attempt without an award is never read).
+    raw: dict[str, list[tuple[int, Any]]] = field(default_factory=lambda: defaultdict(list))
     stored: dict[str, list[tuple[dict[str, Any], str]]] = field(
         default_factory=lambda: defaultdict(list))
     written: dict[str, dict[str, Any]] = field(default_factory=lambda: defaultdict(dict))
@@ -521,7 +524,7 @@ class _Ledger:
         elif kind == "attempt.initiated":
             self.initiated[attempt] = data
         elif kind == "measurement.raw":
-            self.raw[attempt].append(data)
+            self.raw[attempt].append((ev["seq"], data))
         elif (kind == "quarantine.changed" and data.get("status") == "quarantined"
               and "award.decision" not in self.written[attempt]):
             self.quarantined.add(attempt)
@@ -537,7 +540,8 @@ class _Ledger:
 def recompute_ledger(store: LedgerStore) -> RecomputeReport:
     """Replay every attempt with an award, in ledger order, and compare byte for byte with what
     was written: the evidence resolution, indicators, award (with every violation and the
-    rework credit of its instance) and the training decision."""
+    rework credit of its instance) and the training decision.  Raises IntegrityError naming
+    the event when a raw measurement of such an attempt does not fit its model."""
     report = RecomputeReport()
     log = _Ledger()
     for ev in _events(store):
@@ -553,7 +557,10 @@ def recompute_ledger(store: LedgerStore) -> RecomputeReport:
             )
             continue
         rules = log.rules[init["rules_version"]]
-        raw = log.raw[attempt]
+        # The one reader of measurement.raw (ledger.payloads): the shape is checked there; the
+        # arithmetic below stays this module's own, on the plain records.
+        raw = [payload_from("measurement.raw", data, seq=seq).to_data()
+               for seq, data in log.raw[attempt]]
         resolution, unresolved_reasons, unresolved = _resolve(store, log.stored[attempt], raw)
         resolved_raw = _without(raw, unresolved)
         ind, award = recompute_attempt(rules, init, resolved_raw)

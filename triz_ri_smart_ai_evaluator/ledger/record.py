@@ -6,7 +6,7 @@ No I/O: the caller passes the attempt's events (``LedgerStore.attempt_events``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import InputError
@@ -16,6 +16,15 @@ from ..rules.formula import Model
 from ..rules.versions import PinnedRules
 from ..signal.result import Signal, Status
 from .events import OUTCOME_KINDS, Event, EventKind
+from .payloads import (
+    Payload,
+    RawClaim,
+    RawCost,
+    RawIndicator,
+    RawLateIndicator,
+    RawSelfCheck,
+    payload_of,
+)
 
 
 def violations(signal: Signal, pinned: PinnedRules) -> list[dict[str, Any]]:
@@ -66,7 +75,9 @@ _RECORD_FIELDS = (
 
 
 def attempt_record(events: Iterable[Event]) -> dict[str, Any]:
-    """Every field of spec 10.1 for one attempt, assembled from its events."""
+    """Every field of spec 10.1 for one attempt, assembled from its events.  Raises
+    InputError for an attempt with no events, IntegrityError naming the event when a raw
+    measurement does not fit its model."""
     record: dict[str, Any] = {
         "measurements": [],
         "evidence": [],
@@ -98,7 +109,7 @@ def attempt_record(events: Iterable[Event]) -> dict[str, Any]:
             record["instance"] = data.get("instance") or f["attempt"]
             record["status"] = "initiated"
         elif kind == EventKind.MEASUREMENT_RAW.value:
-            _measurement(record, data)
+            _measurement(record, payload_of(event))
         elif kind == EventKind.EVIDENCE_STORED.value:
             record["evidence"].append(data)
         elif kind == EventKind.EVIDENCE_RESOLVED.value:
@@ -154,17 +165,16 @@ def _legacy_violations(reasons: Iterable[str]) -> list[dict[str, Any]]:
     return sorted(found, key=lambda v: (v["kind"], v["id"]))
 
 
-def _measurement(record: dict[str, Any], data: Mapping[str, Any]) -> None:
-    what = data.get("what")
-    record["measurements"].append(dict(data))
-    if what == "indicator":
-        record["preliminary_values"][data["id"]] = data["value"]
-        record["final_values"][data["id"]] = data["value"]
-    elif what == "late_indicator":
-        record["final_values"][data["id"]] = data["value"]
-    elif what == "self_check" and data.get("performed") and data.get("evidence"):
-        record["mandatory_checks_done"].append(data["id"])
-    elif what == "cost":
-        record["costs"][data["id"]] = data["value"]
-    elif what == "claim":
-        record["claims"].append(data["text"])
+def _measurement(record: dict[str, Any], raw: Payload) -> None:
+    record["measurements"].append(raw.to_data())
+    if isinstance(raw, RawIndicator):
+        record["preliminary_values"][raw.id] = raw.value
+        record["final_values"][raw.id] = raw.value
+    elif isinstance(raw, RawLateIndicator):
+        record["final_values"][raw.id] = raw.value
+    elif isinstance(raw, RawSelfCheck) and raw.performed and raw.evidence:
+        record["mandatory_checks_done"].append(raw.id)
+    elif isinstance(raw, RawCost):
+        record["costs"][raw.id] = raw.value
+    elif isinstance(raw, RawClaim):
+        record["claims"].append(raw.text)
