@@ -208,3 +208,21 @@ def test_the_recorded_award_recomputes_from_the_ledger(store, tmp_path):
     assert result.signal is not None
     assert again is not None
     assert again.value == result.signal.value
+
+
+@dataclass
+class _OddEvidence(ToySumHarness):
+    """The toy harness whose candidate evidence names a field the ledger's model lacks."""
+
+    def prepare(self, candidate: Path, work: Path) -> Prepared:
+        prepared = super().prepare(candidate, work)
+        return Prepared(prepared.digest, prepared.artefact_sha256, prepared.artefact,
+                        prepared.state, {"no_such_field": 1})
+
+
+def test_candidate_evidence_the_ledger_refuses_ends_the_attempt_errored(store, tmp_path):
+    result = runner.run(_OddEvidence(), _candidate(tmp_path, "add"), store, tmp_path / "runs",
+                        RunOptions(size=8))
+    assert result.status == "errored"
+    assert "no_such_field" in result.summary["error"]
+    assert _kinds(store, result.attempt_id) == ["attempt.initiated", "attempt.errored"]

@@ -76,7 +76,9 @@ def store_evidence(store: LedgerStore, attempt_id: str, what: str, data: bytes,
         stored = EvidenceStored(what=what, digest=store.put_evidence(data), size=len(data),
                                 **extra)
     except ValidationError as e:
-        raise InputError(f"evidence {what!r}: {e.errors()[0]['msg']}") from e
+        first = e.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(payload)"
+        raise InputError(f"evidence {what!r}: {field}: {first['msg']}") from e
     store.append([event(EventKind.EVIDENCE_STORED, stored, attempt_id)])
     return stored.digest
 
@@ -161,8 +163,9 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
             return _errored(store, opened.attempt_id, bundle_root, e.diagnostics(), "prepare")
         attempt_id = opened.attempt_id if opened else _initiate(store, harness, pinned,
                                                                 prepared)
-        store_evidence(store, attempt_id, "candidate", prepared.artefact, **prepared.evidence)
         try:
+            store_evidence(store, attempt_id, "candidate", prepared.artefact,
+                           **prepared.evidence)
             return _evaluate(store, harness, pinned, attempt_id, prepared,
                              bundle_root / attempt_id, options, work)
         except EvaluatorError as e:
