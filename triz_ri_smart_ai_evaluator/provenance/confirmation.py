@@ -122,21 +122,6 @@ class Confirmation:
         return cls(raw["source"], raw["attempt"], raw["content"], raw["issued_at"],
                    raw.get("signature"))
 
-    @classmethod
-    def from_evidence(cls, header: dict[str, Any], content_bytes: bytes) -> Confirmation:
-        """Rebuild a confirmation from its ledger header and stored content bytes.
-
-        Raises InputError if the bytes do not parse or do not match the recorded digest.
-        """
-        if hashlib.sha256(content_bytes).hexdigest() != header.get("content_sha256"):
-            raise InputError("stored content does not match the confirmation's digest")
-        try:
-            content = json.loads(content_bytes)
-        except ValueError as e:
-            raise InputError(f"stored content is not JSON: {e}") from e
-        return cls(header["source"], header["attempt"], content, header["issued_at"],
-                   header.get("signature"))
-
 
 def signed_message(source: str, attempt: str, issued_at: str, content_sha256: str) -> bytes:
     """Canonical JSON of the signed fields (see the module docstring)."""

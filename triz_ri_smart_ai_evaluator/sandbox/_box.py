@@ -22,7 +22,7 @@ from types import TracebackType
 
 from ..errors import InputError
 from ._addressing import SANDBOX_PREFIX
-from ._bwrap import SANDBOX_APP, SANDBOX_SHM, SANDBOX_TMP, PythonRuntime
+from ._bwrap import SANDBOX_SHM, SANDBOX_TMP, PythonRuntime
 from ._errors import IsolationError, SandboxError
 from ._launch import start_sandboxed
 from ._limits import Limits
@@ -74,10 +74,6 @@ class Sandbox:
 
     def url(self, path: str = "/") -> str:
         return f"http://{self.app_address}:{self.app_port}{path}"
-
-    def code_path(self, code_dir: Path) -> str:
-        """Where ``code_dir`` appears to the sandboxed process."""
-        return SANDBOX_APP if self.network else str(code_dir.resolve())
 
     def allow_tcp_port(self, port: int) -> None:
         """Let the app connect to ``harness_host:port`` (no-op in degraded mode)."""

@@ -45,7 +45,6 @@ from .roles import Executor, Rendered, Source, plan
 
 TASK_CLASS = "document_step_faithfulness"
 GATE_VERSION = "verifier-gate/1"
-TASK_FORMAT = "triz-document-task/1"
 ACTOR = "verifier-gate"
 MAX_TASK_BYTES = 2 * 1024 * 1024
 #: Most source files one task may give the executor.

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from ..errors import ExternalError
 from .chat import ChatMessage, ChatModel
 from .gate import GateIssue, brief_as_data, step_as_data
-from .inputs import Brief, Step
+from .inputs import BRIEF_FORMAT, Brief, Step
 from .prompt import response_format_for
 
 _PLANNER_SYSTEM = """\
@@ -101,7 +101,7 @@ def plan(model: ChatModel, *, task: str, citations: Sequence[Mapping[str, Any]],
         raise ExternalError(f"the planner's brief has unknown fields: {sorted(unknown)}")
     try:
         return Brief.model_validate({
-            "format": "triz-brief/1", "task": task, "judgements": doc.get("judgements", []),
+            "format": BRIEF_FORMAT, "task": task, "judgements": doc.get("judgements", []),
             "steps": doc.get("steps"), "citations": list(citations), "evidence": list(evidence),
         })
     except ValidationError as e:
