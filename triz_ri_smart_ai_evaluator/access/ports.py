@@ -38,6 +38,7 @@ from ..rules.versions import pin
 from .backing import Catalogue
 from .enforce import AccessGuard, Principal, parse_action, parse_resource
 from .matrix import Action, Resource, Role
+from .requests import AttemptRef, ClassRef, SubmissionAppend, parse_request
 from .views import ARTEFACT, owner_of, policy_status, public_task
 
 
@@ -200,15 +201,18 @@ class PolicyPort:
 
         ``task_spec_public``/``read`` ``{"class_id"}``; ``submissions``/``append``
         ``{"class_id", "artefact_b64", "claims": [...], "diagnostics": [...]}`` ->
-        ``{"attempt_id"}``; ``attempts``/``read`` ``{"attempt_id"}``.  Anything else is refused
-        by the matrix and logged.  Raises InputError for an unknown resource or action or a
-        malformed payload, AccessDenied for a refusal.
+        ``{"attempt_id"}``; ``attempts``/``read`` ``{"attempt_id"}`` (the models of
+        ``access.requests``, read after the matrix decided).  Anything else is refused by the
+        matrix and logged.  Raises InputError for an unknown resource or action or a payload
+        that does not fit its model (naming the field), AccessDenied for a refusal.
         """
         res, act = parse_resource(resource), parse_action(action)
         if not isinstance(payload, Mapping):
             raise InputError("the request payload must be a JSON object")
         if (res, act) == (Resource.TASK_SPEC_PUBLIC, Action.READ):
-            return self.public_task(payload.get("class_id"))  # type: ignore[arg-type]
+            self._guard.verify_allowed(self.principal, res, act,
+                                       target=optional_text(payload, "class_id"))
+            return self.public_task(parse_request(ClassRef, res, act, payload).class_id)
         if (res, act) == (Resource.SUBMISSIONS, Action.APPEND):
             class_id = payload.get("class_id")
             self._guard.verify_allowed(self.principal, res, act, owner_of=self.principal.id,
@@ -218,13 +222,17 @@ class PolicyPort:
                 # spec 8.12, 9.2: nothing in a submission can choose a verifier, a test or a
                 # score; a field the port does not know is refused, not silently ignored.
                 raise InputError(f"unknown submission fields: {sorted(unknown)}")
-            artefact = decode_b64(payload.get("artefact_b64"), "artefact_b64",
-                                  self._limits.artefact_bytes)
-            attempt_id = self.submit(class_id, artefact,  # type: ignore[arg-type]
-                                     payload.get("claims", []), payload.get("diagnostics", []))
+            req = parse_request(SubmissionAppend, res, act, payload)
+            artefact = decode_b64(req.artefact_b64, "artefact_b64", self._limits.artefact_bytes)
+            attempt_id = self.submit(req.class_id, artefact, req.claims,  # type: ignore[arg-type]
+                                     req.diagnostics)  # type: ignore[arg-type]
             return {"attempt_id": attempt_id}
         if (res, act) == (Resource.ATTEMPTS, Action.READ):
-            return self.attempt_status(payload.get("attempt_id"))  # type: ignore[arg-type]
+            # The matrix decides on the id as sent: anything not the policy's own attempt is
+            # refused and logged (spec 11.14); then nothing else may be in the payload.
+            answer = self.attempt_status(payload.get("attempt_id"))  # type: ignore[arg-type]
+            parse_request(AttemptRef, res, act, payload)
+            return answer
         target = optional_text(payload, "attempt_id") or optional_text(payload, "class_id")
         self._guard.verify_allowed(self.principal, res, act, target=target)
         raise InputError(f"{act.value} {res.value} is not offered through the policy port")

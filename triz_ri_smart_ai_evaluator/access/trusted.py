@@ -39,11 +39,14 @@ from ..ledger.attempts import (
 from ..ledger.events import Event, EventKind, NewEvent, parse_body
 from ..ledger.payloads import (
     AttemptEnded,
+    AttemptInitiated,
     EvidenceStored,
     Payload,
     QuarantineChanged,
     RulesPublished,
     VerifierDecision,
+    payload_as,
+    payload_of,
 )
 from ..provenance.confirmation import ComponentKey, Confirmation
 from ..provenance.confirmation import is_valid_signature as verify_signature
@@ -62,7 +65,25 @@ from .ports import (
     decode_b64,
     encode_b64,
     optional_text,
-    text_field,
+)
+from .requests import (
+    AttemptRef,
+    ClassRef,
+    ConfirmationAppend,
+    ControlSetAppend,
+    DecisionAppend,
+    EvaluateAppend,
+    EvidenceAppend,
+    EvidenceRead,
+    LedgerRead,
+    MeasurementsAppend,
+    NoFields,
+    OutcomeAppend,
+    QuarantineAppend,
+    RulesAppend,
+    ScheduleAppend,
+    parse_request,
+    request_model,
 )
 from .views import (
     ARTEFACT,
@@ -115,7 +136,8 @@ class _Signed:
         return {"request": self.digest, "key_id": self.key_id, "signature": self.signature}
 
 
-Handler = Callable[[Mapping[str, Any], Scope, "_Signed | None"], dict[str, Any]]
+#: A handler gets the payload read into its cell's model (``access.requests``).
+Handler = Callable[[Any, Scope, "_Signed | None"], dict[str, Any]]
 
 
 class TrustedPort:
@@ -185,9 +207,10 @@ class TrustedPort:
             raise InputError(f"{act.value} {res.value} is not offered by the trusted port")
         signed = self._verify_signature(res, act, payload, target) if act is Action.APPEND else None
         body = {k: v for k, v in payload.items() if k not in ("signature", REQUEST_ID)}
+        req = parse_request(request_model(res, act, body), res, act, body)
         if signed is None or REQUEST_ID not in payload:
-            return handler(body, scope, signed)
-        return self._idempotent(payload[REQUEST_ID], signed, lambda: handler(body, scope, signed))
+            return handler(req, scope, signed)
+        return self._idempotent(payload[REQUEST_ID], signed, lambda: handler(req, scope, signed))
 
     def _idempotent(self, request_id: object, signed: _Signed,
                     run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -256,8 +279,7 @@ class TrustedPort:
         return NewEvent.make(kind, data, actor=self.principal.id, at=self._clock(),
                              attempt=attempt)
 
-    def _events(self, payload: Mapping[str, Any], *, open_only: bool = False) -> list[Event]:
-        attempt = text_field(payload, "attempt_id")
+    def _events(self, attempt: str, *, open_only: bool = False) -> list[Event]:
         if not is_plain_id(attempt):
             raise InputError("attempt_id is not a plain identifier")
         events = self._store.attempt_events(attempt)
@@ -269,15 +291,14 @@ class TrustedPort:
         return events
 
     # -- reads -----------------------------------------------------------------------------
-    def _read_public(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
-                     ) -> dict[str, Any]:
-        tc = self._catalogue.get(payload.get("class_id"))
+    def _read_public(self, req: ClassRef, _: Scope, __: _Signed | None) -> dict[str, Any]:
+        tc = self._catalogue.get(req.class_id)
         return public_task(tc, pin(tc, started_at=self._clock()),
                            permitted_actions=self._guard.matrix.grants(Role.EVALUATED_POLICY))
 
-    def _read_submission(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+    def _read_submission(self, req: AttemptRef, _: Scope, __: _Signed | None
                          ) -> dict[str, Any]:
-        events = self._events(payload)
+        events = self._events(req.attempt_id)
         artefact = next((d for d in of_kind(events, EventKind.EVIDENCE_STORED)
                          if d.get("what") == ARTEFACT), None)
         notes: dict[str, list[str]] = {"claim": [], "diagnostic": []}
@@ -286,7 +307,7 @@ class TrustedPort:
                 text = self._store.get_evidence(str(data["output"])).decode("utf-8")
                 notes[str(data["what"])].append(text)
         return {
-            "attempt_id": payload["attempt_id"],
+            "attempt_id": req.attempt_id,
             "submitted_by": owner_of(events),
             "artefact_sha256": None if artefact is None else artefact["digest"],
             "artefact_b64": None if artefact is None
@@ -295,104 +316,95 @@ class TrustedPort:
             "diagnostics": notes["diagnostic"],
         }
 
-    def _read_control_set(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
+    def _read_control_set(self, req: ClassRef, _: Scope, __: _Signed | None
                           ) -> dict[str, Any]:
-        return self._control_sets.read(self._catalogue.get(payload.get("class_id")).id)
+        return self._control_sets.read(self._catalogue.get(req.class_id).id)
 
-    def _read_attempt(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
-                      ) -> dict[str, Any]:
+    def _read_attempt(self, req: AttemptRef, _: Scope, __: _Signed | None) -> dict[str, Any]:
         """The full spec 10.1 record (owner and auditor: the 3.2 breakdown)."""
-        return {"attempt_id": payload["attempt_id"],
-                "record": attempt_record(self._events(payload))}
+        return {"attempt_id": req.attempt_id,
+                "record": attempt_record(self._events(req.attempt_id))}
 
     def _of_kind(self, kind: EventKind, name: str) -> Handler:
-        def read(payload: Mapping[str, Any], _: Scope, __: _Signed | None) -> dict[str, Any]:
-            return {"attempt_id": payload["attempt_id"],
-                    name: of_kind(self._events(payload), kind)}
+        def read(req: AttemptRef, _: Scope, __: _Signed | None) -> dict[str, Any]:
+            events = self._events(req.attempt_id)
+            # each record read through its kind's model (ledger.payloads), as stored
+            return {"attempt_id": req.attempt_id,
+                    name: [payload_of(e).to_data() for e in events if e.kind == kind.value]}
         return read
 
-    def _read_evidence(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
-                       ) -> dict[str, Any]:
-        listed = of_kind(self._events(payload), EventKind.EVIDENCE_STORED)
-        answer: dict[str, Any] = {"attempt_id": payload["attempt_id"], "evidence": listed}
-        digest = payload.get("digest")
-        if digest is not None:
-            if digest not in {d.get("digest") for d in listed if d.get("what") != SIGNED_REQUEST}:
-                raise InputError(f"no evidence {digest!r} stored for this attempt")
-            answer["content_b64"] = encode_b64(self._store.get_evidence(str(digest)))
+    def _read_evidence(self, req: EvidenceRead, _: Scope, __: _Signed | None) -> dict[str, Any]:
+        events = self._events(req.attempt_id)
+        stored = [payload_as(e, EvidenceStored) for e in events
+                  if e.kind == EventKind.EVIDENCE_STORED.value]
+        answer: dict[str, Any] = {"attempt_id": req.attempt_id,
+                                  "evidence": [d.to_data() for d in stored]}
+        if req.digest is not None:
+            if req.digest not in {d.digest for d in stored if d.what != SIGNED_REQUEST}:
+                raise InputError(f"no evidence {req.digest!r} stored for this attempt")
+            answer["content_b64"] = encode_b64(self._store.get_evidence(req.digest))
         return answer
 
-    def _read_award(self, payload: Mapping[str, Any], scope: Scope, _: _Signed | None
-                    ) -> dict[str, Any]:
-        events = self._events(payload)
-        answer = {"attempt_id": payload["attempt_id"], **final_award(events)}
+    def _read_award(self, req: AttemptRef, scope: Scope, _: _Signed | None) -> dict[str, Any]:
+        events = self._events(req.attempt_id)
+        answer = {"attempt_id": req.attempt_id, **final_award(events)}
         if scope is Scope.FINAL:
             return answer  # spec 9.17: only the final, verified value; nothing held or hidden
         escrow = [e.data for e in events if e.kind.startswith("escrow.")]
         return {**answer, "awards": of_kind(events, EventKind.AWARD_DECISION), "escrow": escrow}
 
-    def _read_ledger(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
-                     ) -> dict[str, Any]:
-        start, limit = payload.get("start", 1), payload.get("limit", 100)
+    def _read_ledger(self, req: LedgerRead, _: Scope, __: _Signed | None) -> dict[str, Any]:
         # Issue 11: positions are 64-bit in the database; 2**62 is far past any real log.
-        if not isinstance(start, int) or isinstance(start, bool) or not 1 <= start <= 2**62:
-            raise InputError("start must be an integer between 1 and 2^62")
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
-            raise InputError(f"limit must be between 1 and {MAX_LEDGER_PAGE}")
+        start, limit = req.start, req.limit
         events = [parse_body(body, seq=seq)
                   for seq, body in self._store.scan(start, start + limit - 1)]
         return {"size": self._store.size(), "events": events}
 
-    def _read_checkpoints(self, _: Mapping[str, Any], __: Scope, ___: _Signed | None
+    def _read_checkpoints(self, _: NoFields, __: Scope, ___: _Signed | None
                           ) -> dict[str, Any]:
         return {"checkpoints": [{"size": s, "note": n} for s, n in self._store.checkpoints()]}
 
-    def _read_rules(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
-                    ) -> dict[str, Any]:
-        tc = self._catalogue.get(payload.get("class_id"))
+    def _read_rules(self, req: ClassRef, _: Scope, __: _Signed | None) -> dict[str, Any]:
+        tc = self._catalogue.get(req.class_id)
         return {"class_id": tc.id, "rules_version": rules_version(tc),
                 "rules": json.loads(canonical_rules(tc))}
 
-    def _read_schedule(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
-                       ) -> dict[str, Any]:
-        self._events(payload)
-        return self._schedule.current.assign(str(payload["attempt_id"])).to_data()
+    def _read_schedule(self, req: AttemptRef, _: Scope, __: _Signed | None) -> dict[str, Any]:
+        self._events(req.attempt_id)
+        return self._schedule.current.assign(req.attempt_id).to_data()
 
-    def _read_quarantine(self, payload: Mapping[str, Any], _: Scope, __: _Signed | None
-                         ) -> dict[str, Any]:
-        return {"attempt_id": payload["attempt_id"],
-                "quarantine": quarantine_of(self._events(payload))}
+    def _read_quarantine(self, req: AttemptRef, _: Scope, __: _Signed | None) -> dict[str, Any]:
+        return {"attempt_id": req.attempt_id,
+                "quarantine": quarantine_of(self._events(req.attempt_id))}
 
     # -- appends (signed) ------------------------------------------------------------------
-    def _inputs(self, payload: Mapping[str, Any]) -> AttemptInputs:
+    def _inputs(self, req: MeasurementsAppend) -> AttemptInputs:
         try:
-            return AttemptInputs.model_validate(payload.get("inputs"))
+            return AttemptInputs.model_validate(req.inputs)
         except ValidationError as e:
             problem = e.errors()[0]
             where = ".".join(str(p) for p in problem["loc"])
             raise InputError(f"inputs.{where}: {problem['msg']}") from e
 
-    def _append_measurements(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+    def _append_measurements(self, req: MeasurementsAppend, _: Scope, signed: _Signed | None
                              ) -> dict[str, Any]:
-        self._events(payload)
-        attempt = str(payload["attempt_id"])
-        inputs = self._inputs(payload)
+        self._events(req.attempt_id)
+        attempt = req.attempt_id
+        inputs = self._inputs(req)
         event = self._signed_event(signed, Resource.RAW_MEASUREMENTS, Action.APPEND, attempt)
         self._store.append([event])
         seqs = record_measurements(self._store, attempt, inputs, at=self._clock())
         return {"attempt_id": attempt, "seqs": seqs}
 
-    def _append_evidence(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
-                         ) -> dict[str, Any]:
-        if "confirmation" in payload:
-            return self._submit_confirmation(payload, signed)
-        self._events(payload)
-        attempt = str(payload["attempt_id"])
-        what = text_field(payload, "what")
-        if what in _RESERVED_WHAT or len(what) > 200:
-            raise InputError(f"evidence 'what' {what!r} is reserved or too long")
-        content = decode_b64(payload.get("content_b64"), "content_b64",
-                             self._limits.artefact_bytes)
+    def _append_evidence(self, req: EvidenceAppend | ConfirmationAppend, _: Scope,
+                         signed: _Signed | None) -> dict[str, Any]:
+        if isinstance(req, ConfirmationAppend):
+            return self._submit_confirmation(req, signed)
+        self._events(req.attempt_id)
+        attempt, what = req.attempt_id, req.what
+        if what in _RESERVED_WHAT:
+            raise InputError(f"evidence 'what' {what!r} is reserved")
+        content = decode_b64(req.content_b64, "content_b64", self._limits.artefact_bytes)
         digest = self._store.put_evidence(content)
         assert signed is not None
         self._store.append([
@@ -405,17 +417,14 @@ class TrustedPort:
         ])
         return {"attempt_id": attempt, "digest": digest}
 
-    def _submit_confirmation(self, payload: Mapping[str, Any], signed: _Signed | None
+    def _submit_confirmation(self, req: ConfirmationAppend, signed: _Signed | None
                              ) -> dict[str, Any]:
-        raw = payload["confirmation"]
-        if not isinstance(raw, Mapping) or not set(raw) <= {
-            "source", "attempt", "content", "issued_at", "signature"
-        }:
-            raise InputError("confirmation must have source, attempt, content, issued_at, "
-                             "signature")
-        confirmation = Confirmation(raw.get("source"), raw.get("attempt"),  # type: ignore[arg-type]
-                                    raw.get("content"), raw.get("issued_at"),  # type: ignore[arg-type]
-                                    raw.get("signature"))
+        raw = req.confirmation
+        # Confirmation checks each field itself (provenance.confirmation), as it does for a
+        # confirmation that never came through a port.
+        confirmation = Confirmation(raw.source, raw.attempt,  # type: ignore[arg-type]
+                                    raw.content, raw.issued_at,  # type: ignore[arg-type]
+                                    raw.signature)  # type: ignore[arg-type]
         if confirmation.source != self.principal.id:
             # spec 9.15: a source confirms only as itself.
             self._guard.refuse(self.principal, Resource.EVIDENCE, Action.APPEND,
@@ -427,12 +436,11 @@ class TrustedPort:
         entry = self._register.submit_confirmation(confirmation)
         return {"attempt_id": confirmation.attempt, "confirmation": entry.to_data()}
 
-    def _append_decision(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+    def _append_decision(self, req: DecisionAppend, _: Scope, signed: _Signed | None
                          ) -> dict[str, Any]:
-        self._events(payload)
-        attempt = str(payload["attempt_id"])
-        decision = payload.get("decision")
-        if not isinstance(decision, Mapping) or decision.get("verdict") not in _VERDICTS:
+        self._events(req.attempt_id)
+        attempt, decision = req.attempt_id, req.decision
+        if decision.get("verdict") not in _VERDICTS:
             raise InputError(f"decision must be an object with verdict one of {sorted(_VERDICTS)}")
         assert signed is not None
         try:
@@ -446,7 +454,7 @@ class TrustedPort:
         ])
         return {"attempt_id": attempt, "seq": seqs[-1]}
 
-    def _evaluate(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+    def _evaluate(self, req: EvaluateAppend, _: Scope, signed: _Signed | None
                   ) -> dict[str, Any]:
         # attempts.evaluate writes measurements, indicators, the award and the outcome: every one
         # of those rights is needed, not only the one the request named.
@@ -454,18 +462,16 @@ class TrustedPort:
                          (Resource.INDICATORS, Action.APPEND),
                          (Resource.AWARDS_AND_SIGNALS, Action.APPEND),
                          (Resource.ATTEMPTS, Action.APPEND)):
-            self._guard.verify_allowed(self.principal, res, act,
-                                       target=optional_text(payload, "attempt_id"))
-        events = self._events(payload, open_only=True)
-        attempt = str(payload["attempt_id"])
-        inputs = self._inputs(payload)
+            self._guard.verify_allowed(self.principal, res, act, target=req.attempt_id)
+        events = self._events(req.attempt_id, open_only=True)
+        attempt = req.attempt_id
+        inputs = self._inputs(req)
         # spec 3.5, 8.6: the harness names the task instance it evaluated; it must be the one
         # the attempt was opened with (ledger.attempts.evaluate refuses another).
-        instance = payload.get("instance")
-        if instance is not None and not isinstance(instance, str):
-            raise InputError("instance must be text (a task instance id)")
-        initiated = of_kind(events, EventKind.ATTEMPT_INITIATED)[0]
-        version = str(initiated["rules_version"])
+        instance = req.instance
+        initiated = next(payload_as(e, AttemptInitiated) for e in events
+                         if e.kind == EventKind.ATTEMPT_INITIATED.value)
+        version = initiated.rules_version
         start = started_at(events)
         assert start is not None
         # spec 10.5: the rules the attempt was pinned to when it started, not today's.
@@ -488,33 +494,27 @@ class TrustedPort:
                 f"rules version {version[:12]} is neither served nor in the ledger"
             ) from e
 
-    def _append_outcome(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+    def _append_outcome(self, req: OutcomeAppend, _: Scope, signed: _Signed | None
                         ) -> dict[str, Any]:
-        self._events(payload, open_only=True)
-        attempt = str(payload["attempt_id"])
-        outcome = payload.get("outcome")
-        if outcome not in _OUTCOMES:
-            raise InputError(f"outcome must be one of {sorted(_OUTCOMES)}")
+        self._events(req.attempt_id, open_only=True)
+        attempt, outcome = req.attempt_id, req.outcome
         assert signed is not None
-        data = AttemptEnded(outcome=str(outcome), reason=text_field(payload, "reason")[:2000],
+        data = AttemptEnded(outcome=outcome, reason=req.reason[:2000],
                             by=self.principal.id, request=signed.digest,
                             key_id=signed.key_id, signature=signed.signature)
         seqs = self._store.append([
             self._signed_event(signed, Resource.ATTEMPTS, Action.APPEND, attempt),
-            self._event(_OUTCOMES[str(outcome)], data, attempt),
+            self._event(_OUTCOMES[outcome], data, attempt),
         ])
         return {"attempt_id": attempt, "status": outcome, "seq": seqs[-1]}
 
-    def _append_quarantine(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+    def _append_quarantine(self, req: QuarantineAppend, _: Scope, signed: _Signed | None
                            ) -> dict[str, Any]:
-        self._events(payload)
-        attempt = str(payload["attempt_id"])
-        status = payload.get("status")
-        if status not in ("quarantined", "clear"):
-            raise InputError("status must be 'quarantined' or 'clear'")
+        self._events(req.attempt_id)
+        attempt, status = req.attempt_id, req.status
         assert signed is not None
-        data = QuarantineChanged(subject="attempt", status=str(status),
-                                 reasons=(text_field(payload, "reason")[:2000],),
+        data = QuarantineChanged(subject="attempt", status=status,
+                                 reasons=(req.reason[:2000],),
                                  by=self.principal.id, request=signed.digest,
                             key_id=signed.key_id, signature=signed.signature)
         self._store.append([
@@ -523,23 +523,17 @@ class TrustedPort:
         ])
         return {"attempt_id": attempt, "quarantine": status}
 
-    def _append_control_set(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+    def _append_control_set(self, req: ControlSetAppend, _: Scope, signed: _Signed | None
                             ) -> dict[str, Any]:
-        tc = self._catalogue.get(payload.get("class_id"))
-        content = payload.get("content")
-        if not isinstance(content, dict):
-            raise InputError("content must be a JSON object (the control set)")
-        version = self._control_sets.append(tc.id, content)
+        tc = self._catalogue.get(req.class_id)
+        version = self._control_sets.append(tc.id, dict(req.content))
         self._store.append([self._signed_event(signed, Resource.CONTROL_SETS, Action.APPEND,
                                                None)])
         return {"class_id": tc.id, "version": version}
 
-    def _rotate_schedule(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+    def _rotate_schedule(self, req: ScheduleAppend, _: Scope, signed: _Signed | None
                          ) -> dict[str, Any]:
-        verifiers = payload.get("verifiers")
-        rate = payload.get("control_rate")
-        if verifiers is not None and (not isinstance(verifiers, list) or not verifiers):
-            raise InputError("verifiers must be a non-empty list of ids")
+        verifiers, rate = req.verifiers, req.control_rate
         try:
             fraction = None if rate is None else Fraction(str(rate))
         except (ValueError, ZeroDivisionError) as e:
@@ -549,10 +543,10 @@ class TrustedPort:
                                                None)])
         return {"schedule": schedule.label}
 
-    def _publish_rules(self, payload: Mapping[str, Any], _: Scope, signed: _Signed | None
+    def _publish_rules(self, req: RulesAppend, _: Scope, signed: _Signed | None
                        ) -> dict[str, Any]:
         try:
-            tc = TaskClass.model_validate(payload.get("task_class"))
+            tc = TaskClass.model_validate(req.task_class)
         except ValidationError as e:
             raise InputError(f"task_class does not validate: {e.errors()[0]['msg']}") from e
         version = self._catalogue.publish(tc, at=self._clock())

@@ -1,0 +1,223 @@
+"""The payload of each (resource, action) a port offers, as a model (issue 14 item 4).
+
+No I/O.  The ports' one door (``request(resource, action, payload)``) takes a JSON object; the
+access matrix decides first (a refusal is logged whatever the payload, spec 11.14), then the
+payload is read into the model of its cell here: unknown fields are refused, each field is
+checked, and a payload that does not fit is an InputError naming the cell and the field.  The
+HTTP API's JSON shape is these models' (``docs/access-matrix.md``); ``signature`` and
+``request_id`` of a trusted append are taken off before (they sign and name the request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError
+
+from ..errors import InputError
+from .matrix import Action, Resource
+
+__all__ = [
+    "AttemptRef",
+    "ClassRef",
+    "ConfirmationAppend",
+    "ControlSetAppend",
+    "DecisionAppend",
+    "EvaluateAppend",
+    "EvidenceAppend",
+    "EvidenceRead",
+    "LedgerRead",
+    "MeasurementsAppend",
+    "NoFields",
+    "OutcomeAppend",
+    "QuarantineAppend",
+    "Request",
+    "RulesAppend",
+    "ScheduleAppend",
+    "SubmissionAppend",
+    "parse_request",
+    "request_model",
+]
+
+R = TypeVar("R", bound="Request")
+Text = Annotated[str, StringConstraints(min_length=1)]
+#: spec 10.1: a reason is recorded, clipped, never an unbounded blob
+Reason = Annotated[str, StringConstraints(min_length=1)]
+
+
+class Request(BaseModel):
+    """The payload of one request: frozen, unknown fields refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NoFields(Request):
+    """``checkpoints``/``read``."""
+
+
+class ClassRef(Request):
+    """``task_spec_public``, ``control_sets``, ``rules_and_benchmarks`` / ``read``."""
+
+    class_id: Text
+
+
+class AttemptRef(Request):
+    """Reads of one attempt: ``attempts``, ``submissions``, ``raw_measurements``,
+    ``verifier_decisions``, ``indicators``, ``awards_and_signals``, ``check_schedule``,
+    ``quarantine`` / ``read``."""
+
+    attempt_id: Text
+
+
+class EvidenceRead(AttemptRef):
+    """``evidence``/``read``: the attempt's evidence list, and one blob's content by digest."""
+
+    digest: str | None = None
+
+
+class LedgerRead(Request):
+    """``ledger``/``read``: a page of events (positions are 64-bit; 2**62 is past any log)."""
+
+    start: int = Field(default=1, ge=1, le=2**62, strict=True)
+    limit: int = Field(default=100, ge=1, le=1000, strict=True)
+
+
+class SubmissionAppend(Request):
+    """``submissions``/``append`` (policy port): an artefact with claims and notes."""
+
+    class_id: Text
+    artefact_b64: str
+    claims: list[JsonValue] = []
+    diagnostics: list[JsonValue] = []
+
+
+class MeasurementsAppend(AttemptRef):
+    """``raw_measurements``/``append``: ``inputs`` is AttemptInputs JSON (checked there)."""
+
+    inputs: JsonValue = None
+
+
+class EvaluateAppend(MeasurementsAppend):
+    """``indicators``, ``awards_and_signals`` / ``append``: compute and record the signal;
+    ``instance`` must be the one the attempt was opened with (spec 3.5, 8.6)."""
+
+    instance: str | None = None
+
+
+class EvidenceAppend(AttemptRef):
+    """``evidence``/``append`` of a piece of evidence for an attempt."""
+
+    what: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    content_b64: str
+
+
+class SignedConfirmation(Request):
+    source: JsonValue = None
+    attempt: JsonValue = None
+    content: JsonValue = None
+    issued_at: JsonValue = None
+    signature: JsonValue = None
+
+
+class ConfirmationAppend(Request):
+    """``evidence``/``append`` of a signed confirmation (spec 9.15)."""
+
+    confirmation: SignedConfirmation
+
+
+class DecisionAppend(AttemptRef):
+    """``verifier_decisions``/``append``: the verifier's record, with its verdict."""
+
+    decision: dict[str, JsonValue]
+
+
+class OutcomeAppend(AttemptRef):
+    """``attempts``/``append``: end an open attempt."""
+
+    outcome: Literal["errored", "cancelled", "verification_failed"]
+    reason: Reason
+
+
+class QuarantineAppend(AttemptRef):
+    """``quarantine``/``append``."""
+
+    status: Literal["quarantined", "clear"]
+    reason: Reason
+
+
+class ControlSetAppend(ClassRef):
+    """``control_sets``/``append``: the next version of a class's control set."""
+
+    content: dict[str, JsonValue]
+
+
+class ScheduleAppend(Request):
+    """``check_schedule``/``append``: rotate the schedule (new verifiers, a new rate n/d)."""
+
+    verifiers: Annotated[list[str], Field(min_length=1)] | None = None
+    control_rate: str | int | float | None = None
+
+
+class RulesAppend(Request):
+    """``rules_and_benchmarks``/``append``: publish a task class (checked by the catalogue)."""
+
+    task_class: dict[str, JsonValue]
+
+
+_R, _A = Resource, Action
+#: The payload model of every (resource, action) a port serves (evidence/append: see
+#: :func:`evidence_append_model`).
+REQUESTS: dict[tuple[Resource, Action], type[Request]] = {
+    (_R.TASK_SPEC_PUBLIC, _A.READ): ClassRef,
+    (_R.SUBMISSIONS, _A.READ): AttemptRef,
+    (_R.CONTROL_SETS, _A.READ): ClassRef,
+    (_R.ATTEMPTS, _A.READ): AttemptRef,
+    (_R.RAW_MEASUREMENTS, _A.READ): AttemptRef,
+    (_R.EVIDENCE, _A.READ): EvidenceRead,
+    (_R.VERIFIER_DECISIONS, _A.READ): AttemptRef,
+    (_R.INDICATORS, _A.READ): AttemptRef,
+    (_R.AWARDS_AND_SIGNALS, _A.READ): AttemptRef,
+    (_R.LEDGER, _A.READ): LedgerRead,
+    (_R.CHECKPOINTS, _A.READ): NoFields,
+    (_R.RULES_AND_BENCHMARKS, _A.READ): ClassRef,
+    (_R.CHECK_SCHEDULE, _A.READ): AttemptRef,
+    (_R.QUARANTINE, _A.READ): AttemptRef,
+    (_R.ATTEMPTS, _A.APPEND): OutcomeAppend,
+    (_R.SUBMISSIONS, _A.APPEND): SubmissionAppend,
+    (_R.RAW_MEASUREMENTS, _A.APPEND): MeasurementsAppend,
+    (_R.EVIDENCE, _A.APPEND): EvidenceAppend,
+    (_R.VERIFIER_DECISIONS, _A.APPEND): DecisionAppend,
+    (_R.INDICATORS, _A.APPEND): EvaluateAppend,
+    (_R.AWARDS_AND_SIGNALS, _A.APPEND): EvaluateAppend,
+    (_R.CONTROL_SETS, _A.APPEND): ControlSetAppend,
+    (_R.CHECK_SCHEDULE, _A.APPEND): ScheduleAppend,
+    (_R.QUARANTINE, _A.APPEND): QuarantineAppend,
+    (_R.RULES_AND_BENCHMARKS, _A.APPEND): RulesAppend,
+}
+
+
+def request_model(resource: Resource, action: Action, payload: Mapping[str, Any]
+                  ) -> type[Request]:
+    """The model of this cell's payload: an evidence append carrying ``confirmation`` is a
+    confirmation, any other an evidence piece.  Raises InputError for a cell no port serves."""
+    if (resource, action) == (Resource.EVIDENCE, Action.APPEND) and "confirmation" in payload:
+        return ConfirmationAppend
+    model = REQUESTS.get((resource, action))
+    if model is None:
+        raise InputError(f"{action.value} {resource.value} has no request model")
+    return model
+
+
+def parse_request(model: type[R], resource: Resource, action: Action,
+                  payload: Mapping[str, Any]) -> R:
+    """``payload`` read into ``model``.  Raises InputError naming the cell and the first field
+    that does not fit (an unknown field, a missing one, a wrong type)."""
+    try:
+        return model.model_validate(dict(payload))
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "payload"
+        raise InputError(
+            f"{resource.value}/{action.value} request field {where!r}: {first['msg']}"
+        ) from e
