@@ -38,10 +38,13 @@ from ..ledger.attempts import (
 )
 from ..ledger.events import Event, EventKind, NewEvent, parse_body
 from ..ledger.payloads import (
+    PAYLOADS,
     AttemptEnded,
     AttemptInitiated,
     EvidenceStored,
+    P,
     Payload,
+    PolicyOutput,
     QuarantineChanged,
     RulesPublished,
     VerifierDecision,
@@ -299,22 +302,27 @@ class TrustedPort:
     def _read_submission(self, req: AttemptRef, _: Scope, __: _Signed | None
                          ) -> dict[str, Any]:
         events = self._events(req.attempt_id)
-        artefact = next((d for d in of_kind(events, EventKind.EVIDENCE_STORED)
-                         if d.get("what") == ARTEFACT), None)
+        artefact = next((d for d in self._typed(events, EvidenceStored) if d.what == ARTEFACT),
+                        None)
         notes: dict[str, list[str]] = {"claim": [], "diagnostic": []}
-        for data in of_kind(events, EventKind.POLICY_OUTPUT):
-            if data.get("what") in notes:
-                text = self._store.get_evidence(str(data["output"])).decode("utf-8")
-                notes[str(data["what"])].append(text)
+        for output in self._typed(events, PolicyOutput):
+            if output.what in notes:
+                notes[output.what].append(self._store.get_evidence(output.output).decode("utf-8"))
         return {
             "attempt_id": req.attempt_id,
             "submitted_by": owner_of(events),
-            "artefact_sha256": None if artefact is None else artefact["digest"],
+            "artefact_sha256": None if artefact is None else artefact.digest,
             "artefact_b64": None if artefact is None
-            else encode_b64(self._store.get_evidence(str(artefact["digest"]))),
+            else encode_b64(self._store.get_evidence(artefact.digest)),
             "claims": notes["claim"],
             "diagnostics": notes["diagnostic"],
         }
+
+    @staticmethod
+    def _typed(events: list[Event], model: type[P]) -> list[P]:
+        """The payloads of ``events`` of ``model``'s kind (IntegrityError if one does not fit)."""
+        kinds = {k.value for k, m in PAYLOADS.items() if m is model}
+        return [payload_as(e, model) for e in events if e.kind in kinds]
 
     def _read_control_set(self, req: ClassRef, _: Scope, __: _Signed | None
                           ) -> dict[str, Any]:
@@ -335,8 +343,7 @@ class TrustedPort:
 
     def _read_evidence(self, req: EvidenceRead, _: Scope, __: _Signed | None) -> dict[str, Any]:
         events = self._events(req.attempt_id)
-        stored = [payload_as(e, EvidenceStored) for e in events
-                  if e.kind == EventKind.EVIDENCE_STORED.value]
+        stored = self._typed(events, EvidenceStored)
         answer: dict[str, Any] = {"attempt_id": req.attempt_id,
                                   "evidence": [d.to_data() for d in stored]}
         if req.digest is not None:
@@ -469,8 +476,7 @@ class TrustedPort:
         # spec 3.5, 8.6: the harness names the task instance it evaluated; it must be the one
         # the attempt was opened with (ledger.attempts.evaluate refuses another).
         instance = req.instance
-        initiated = next(payload_as(e, AttemptInitiated) for e in events
-                         if e.kind == EventKind.ATTEMPT_INITIATED.value)
+        initiated = self._typed(events, AttemptInitiated)[0]
         version = initiated.rules_version
         start = started_at(events)
         assert start is not None

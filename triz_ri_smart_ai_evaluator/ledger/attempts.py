@@ -51,6 +51,7 @@ from .payloads import (
     SourceRef,
     TrainingIncluded,
     payload_as,
+    payload_from,
     payload_of,
 )
 from .record import attempt_record, violations
@@ -107,11 +108,13 @@ def rules_published_in(store: LedgerStore) -> set[str]:
         seen, versions = 0, frozenset()
     found = set(versions)
     marker = f'"kind":"{EventKind.RULES_PUBLISHED.value}"'.encode()
-    for _, body in store.scan(seen + 1, size):
+    for seq, body in store.scan(seen + 1, size):
         if marker in body:
             fields = json.loads(body)
             if fields["kind"] == EventKind.RULES_PUBLISHED.value:
-                found.add(RulesPublished.model_validate(fields["data"]).rules_version)
+                published = payload_from(fields["kind"], fields["data"], seq=seq)
+                assert isinstance(published, RulesPublished)
+                found.add(published.rules_version)
     # A store that cannot be weakly referenced is simply not cached.
     with contextlib.suppress(TypeError):
         _PUBLISHED[store] = (size, frozenset(found))
