@@ -18,7 +18,7 @@ from triz_ri_smart_ai_evaluator.signal.calculator import SignalCalculator
 from triz_ri_smart_ai_evaluator.signal.result import Signal
 
 SEED = bytes(range(32))
-SIZE = 30
+SIZE = HARNESS.min_size
 
 
 def candidates_dir() -> Path:

@@ -35,7 +35,9 @@ from . import checks, reference, repo, scoring, traffic
 from .report import json_bytes, render_report
 
 TASK_CLASS = "defect_fix_delayed_confirmation"
-HARNESS_VERSION = "dfx-harness/1"
+#: /2: fills rules version 2's reproduction_generalises and no_test_aware_behaviour, and the
+#: minimum size is 40 (spec 10.7: the verification code's version is recorded per attempt).
+HARNESS_VERSION = "dfx-harness/2"
 SEED_TAG = b"triz-ri defect_fix control seed\x00"
 
 
@@ -48,7 +50,11 @@ class DefectFixHarness:
     id_prefix = "dfx"
     seed_tag = SEED_TAG
     sandboxed = True
-    min_size = 20
+    #: spec 9.7: the candidate is served fresh for each run, so a service that is fast only for
+    #: its first requests per worker would pass a short measurement whole.  The bundled
+    #: slow_unless_probed spares 10 per worker (2 workers): at 20 orders it was never slow in
+    #: the measured traffic and earned S = 2; at 40, half of the ordinary traffic is slow.
+    min_size = 40
 
     def prepare(self, candidate: Path, work: Path) -> Prepared:
         """Apply the diff; the tree's digest identifies the candidate.  Raises InputError
