@@ -186,9 +186,3 @@ public_api.honest_maximum  # rules/task_class.py: docs/catalogue.md, tests/signa
 public_api.TrustedClient  # service/client.py: docs/service.md, tests/service
 public_api.call_sync  # service/runtime.py: tests/service
 public_api.to_original  # verifier/normalise.py: tests/verifier
-
-# -- unused: in files other owners are changing now; for them to remove -----------------------
-unused = _Whitelist()
-unused.record_decision  # unused: remove with access/trusted.py owner
-unused.set_quarantine  # unused: remove with access/trusted.py owner
-unused.verify_rows  # unused: remove with ledger/verify.py owner

@@ -55,14 +55,6 @@ DEFAULT_LIMITS = Limits()
 _SUBMISSION_FIELDS = frozenset({"class_id", "artefact_b64", "claims", "diagnostics"})
 
 
-def text_field(payload: Mapping[str, Any], key: str) -> str:
-    """A required non-empty string field of a request.  Raises InputError otherwise."""
-    value = payload.get(key)
-    if not isinstance(value, str) or not value:
-        raise InputError(f"request field {key!r} must be a non-empty string")
-    return value
-
-
 def optional_text(payload: Mapping[str, Any], key: str) -> str | None:
     """A string field for naming the target of a refusal; anything else is None."""
     value = payload.get(key)

@@ -76,11 +76,15 @@ class EvidenceRead(AttemptRef):
     digest: str | None = None
 
 
+#: The most events one ``ledger``/``read`` page returns.
+MAX_LEDGER_PAGE = 1000
+
+
 class LedgerRead(Request):
     """``ledger``/``read``: a page of events (positions are 64-bit; 2**62 is past any log)."""
 
     start: int = Field(default=1, ge=1, le=2**62, strict=True)
-    limit: int = Field(default=100, ge=1, le=1000, strict=True)
+    limit: int = Field(default=100, ge=1, le=MAX_LEDGER_PAGE, strict=True)
 
 
 class SubmissionAppend(Request):

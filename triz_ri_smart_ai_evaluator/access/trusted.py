@@ -101,7 +101,6 @@ from .views import (
 )
 
 DOMAIN = "triz-ri-smart-ai-evaluator/access/request/v1"
-MAX_LEDGER_PAGE = 1000
 #: an append's optional idempotency key (signed with the payload), remembered this long
 REQUEST_ID = "request_id"
 REQUEST_ID_SECONDS = 24 * 3600
@@ -585,13 +584,6 @@ class TrustedPort:
                             {"attempt_id": attempt_id, "inputs": dict(inputs),
                              "signature": signature})
 
-    def record_decision(self, attempt_id: str, decision: Mapping[str, Any], *,
-                        signature: str) -> dict[str, Any]:
-        """``verifier_decisions``/``append`` ``{"attempt_id", "decision": {"verdict", ...}}``."""
-        return self.request(Resource.VERIFIER_DECISIONS, Action.APPEND,
-                            {"attempt_id": attempt_id, "decision": dict(decision),
-                             "signature": signature})
-
     def evaluate(self, attempt_id: str, inputs: Mapping[str, Any], *,
                  signature: str, instance: str | None = None) -> dict[str, Any]:
         """``awards_and_signals``/``append`` ``{"attempt_id", "inputs"[, "instance"]}``: compute
@@ -603,10 +595,3 @@ class TrustedPort:
         if instance is not None:
             payload["instance"] = instance
         return self.request(Resource.AWARDS_AND_SIGNALS, Action.APPEND, payload)
-
-    def set_quarantine(self, attempt_id: str, status: str, reason: str, *,
-                       signature: str) -> dict[str, Any]:
-        """``quarantine``/``append`` ``{"attempt_id", "status", "reason"}``."""
-        return self.request(Resource.QUARANTINE, Action.APPEND,
-                            {"attempt_id": attempt_id, "status": status, "reason": reason,
-                             "signature": signature})

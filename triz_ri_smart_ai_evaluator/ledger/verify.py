@@ -283,22 +283,6 @@ def check_anchor_roots(
     report.size = size
 
 
-def verify_rows(
-    rows: Iterable[tuple[int, bytes, str, str | None]],
-    anchors: Sequence[Anchor],
-    report: Report,
-    *,
-    evidence: dict[str, bytes | None] | None = None,
-) -> None:
-    """Walk the log: contiguity, declared seq, chain links, indexed columns, roots at every
-    anchor size.
-
-    ``evidence`` (digest -> stored bytes or None) enables the evidence check: every digest an
-    ``evidence.stored`` event names must be stored and hash to itself.
-    """
-    finish(check_links(rows), anchors, report, evidence=evidence)
-
-
 def finish(
     links: Links,
     anchors: Sequence[Anchor],
