@@ -51,8 +51,7 @@ from ..ledger.payloads import (
     payload_as,
     payload_of,
 )
-from ..provenance.confirmation import ComponentKey, Confirmation
-from ..provenance.confirmation import is_valid_signature as verify_signature
+from ..provenance.confirmation import ComponentKey, Confirmation, is_valid_signature
 from ..provenance.models import AuthMethod
 from ..provenance.register import ProvenanceRegister
 from ..rules.indicators import PolicyAccess
@@ -255,7 +254,7 @@ class TrustedPort:
             self._guard.refuse(p, res, act, reason=problem or "no source", target=target)
         signature = payload.get("signature")
         message = request_message(p, res, act, payload)
-        if not isinstance(signature, str) or not verify_signature(
+        if not isinstance(signature, str) or not is_valid_signature(
             source.authentication, message, signature
         ):
             self._guard.refuse(p, res, act, target=target,
