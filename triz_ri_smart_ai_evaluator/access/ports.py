@@ -34,7 +34,7 @@ from ..ledger.attempts import initiate
 from ..ledger.events import EventKind, NewEvent
 from ..ledger.payloads import EvidenceStored, PolicyOutput
 from ..provenance.fingerprint import fingerprint
-from ..rules.versions import pin
+from ..rules.published import pin_in_force
 from .backing import Catalogue
 from .enforce import AccessGuard, Principal, parse_action, parse_resource
 from .matrix import Action, Resource, Role
@@ -122,7 +122,7 @@ class PolicyPort:
         self._guard.verify_allowed(self.principal, Resource.TASK_SPEC_PUBLIC, Action.READ,
                                    target=class_id if isinstance(class_id, str) else None)
         tc = self._catalogue.get(class_id)
-        return public_task(tc, pin(tc, started_at=self._clock()),
+        return public_task(tc, pin_in_force(tc, started_at=self._clock()),
                            permitted_actions=self._guard.matrix.grants(Role.EVALUATED_POLICY))
 
     def submit(self, class_id: str, artefact: bytes, claims: Sequence[str] = (),
@@ -149,7 +149,7 @@ class PolicyPort:
         if instance is not None:
             _verify_own_instance(self._guard, self.principal, instances.verify_instance(instance))
         now = self._clock()
-        pinned = pin(tc, started_at=now)
+        pinned = pin_in_force(tc, started_at=now)  # spec 10.5: the version in force now
         attempt_id = f"att-{secrets.token_hex(16)}"
         digest = sha256_hex(artefact)
         # spec 10.4: the attempt exists in the log before anything of it is stored or run.

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..rules.versions import PinnedRules
 from ..signal.inputs import AttemptInputs
 from ..signal.result import Signal
 
@@ -110,6 +111,12 @@ class RunContext(Protocol):
     @property
     def options(self) -> RunOptions: ...
 
+    @property
+    def rules(self) -> PinnedRules:
+        """The rules the attempt is judged under (pinned when it started, spec 10.5): a class
+        measures only the indicators and checklist items these rules declare."""
+        ...
+
     def evidence(self, what: str, data: bytes, **extra: Any) -> str:
         """Store ``data`` as content-addressed evidence of this attempt; return its digest."""
         ...
@@ -121,7 +128,8 @@ class RunContext(Protocol):
 class RunOptions:
     """What a run needs besides the candidate (the same for every class)."""
 
-    size: int = 100
+    #: Control-set size; None: the class's minimum (``Harness.min_size``).
+    size: int | None = None
     seed: bytes | None = None  # None: a fresh secret seed (tests pass one to reproduce)
     unsafe_degraded: bool = False
     self_checks: bool = True

@@ -19,6 +19,7 @@ the attempt started with (spec 10.5), and every failure ends it as ``attempt.err
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import secrets
@@ -40,6 +41,7 @@ from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
 from ..ledger.payloads import EvidenceStored, Payload
 from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue
+from ..rules.published import pin_in_force
 from ..rules.versions import PinnedRules, pin, rules_version
 from ..sandbox import IsolationError, probe_isolation
 from ..signal.calculator import SignalCalculator
@@ -94,6 +96,7 @@ class _Context:
     work: Path
     bundle: Path
     options: RunOptions
+    rules: PinnedRules
 
     def evidence(self, what: str, data: bytes, **extra: Any) -> str:
         return store_evidence(self.store, self.attempt_id, what, data, **extra)
@@ -133,6 +136,9 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
     written), is judged under the rules it started with (10.5), and every failure ends it as
     errored."""
     options = options or RunOptions()
+    if options.size is None:
+        options = dataclasses.replace(options, size=harness.min_size)
+    assert options.size is not None
     if options.size < harness.min_size:
         raise InputError(f"control-set size {options.size} is below this class's minimum of "
                          f"{harness.min_size}")
@@ -146,8 +152,9 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
             raise IsolationError(f"{refusal} (a labelled, non-training-grade run needs "
                                  "--unsafe-degraded)")
         return _errored(store, opened.attempt_id, bundle_root, refusal, "isolation")
-    pinned = opened.pinned if opened else pin(load_catalogue()[harness.task_class],
-                                              started_at=_now())
+    # spec 10.5: a new attempt runs under the published version in force now.
+    pinned = opened.pinned if opened else pin_in_force(load_catalogue()[harness.task_class],
+                                                       started_at=_now())
     with tempfile.TemporaryDirectory(prefix="trz-harness-") as private:
         work = Path(private)
         work.chmod(0o711)  # the sandbox uid may traverse to the candidate tree, not list
@@ -187,10 +194,11 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
     store_evidence(store, attempt_id, "control_seed_commitment",
                    json_bytes({"commitment": commitment,
                                "scheme": seed_scheme(harness.seed_tag)}))
+    assert options.size is not None  # run() fills it in
     controls = harness.draw_controls(seed, options.size)
     store_evidence(store, attempt_id, "control_set", controls.data, scenarios=controls.count)
     bundle.mkdir(parents=True, exist_ok=True)
-    ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options)
+    ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options, pinned)
     outcome = harness.execute(ctx, prepared, controls)
     elapsed = time.monotonic() - started
     if outcome.quarantine:

@@ -163,3 +163,16 @@ def pin_published(
         )
     chosen_version, chosen = store.in_force(tc.id, started_at)
     return pin(chosen, started_at=started_at, version=chosen_version)
+
+
+def pin_in_force(tc: TaskClass, *, started_at: datetime,
+                 store: Path = BUNDLED_STORE) -> PinnedRules:
+    """The rules an attempt of ``tc``'s class that starts at ``started_at`` runs under: the
+    published version in force then (:func:`pin_published`), so a version published ahead of
+    its ``effective_from`` leaves the previous one in force until that moment (spec 4.4,
+    10.5).  A class with no publication in ``store`` (a task class an installed package adds,
+    with its own file) is pinned from its file."""
+    records = RulesStore(store)
+    if not records.history(tc.id):
+        return pin(tc, started_at=started_at)
+    return pin_published(records, tc, started_at=started_at)

@@ -33,7 +33,7 @@ from ..ledger import attempts
 from ..ledger.events import EventKind, NewEvent
 from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue
-from ..rules.versions import pin
+from ..rules.published import pin_in_force
 from ..signal.inputs import AttemptInputs, ItemState, Measurement, SelfCheckState
 from ..signal.result import Signal
 from .chat import ChatModel, Endpoint
@@ -201,7 +201,7 @@ def run_document(loaded: LoadedTask, store: LedgerStore, models: Mapping[str, Ch
     """
     started = now_utc()
     attempt_id = f"doc-{started.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
-    pinned = pin(load_catalogue()[TASK_CLASS], started_at=started)
+    pinned = pin_in_force(load_catalogue()[TASK_CLASS], started_at=started)  # spec 10.5
     attempts.initiate(store, pinned, attempt_id=attempt_id, task_version="1",
                       started_at=started, deadline=started + timedelta(hours=1),
                       verifier_version=GATE_VERSION, artefact_sha256=loaded.digest)
