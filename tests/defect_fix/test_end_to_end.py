@@ -28,7 +28,7 @@ import pytest
 
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
 from triz_ri_smart_ai_evaluator.defect_fix.harness import HARNESS, TASK_CLASS
-from triz_ri_smart_ai_evaluator.ledger import attempts
+from triz_ri_smart_ai_evaluator.evaluation import attempts
 from triz_ri_smart_ai_evaluator.ledger.log import open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.provenance import (
     ComponentKey,

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from triz_ri_smart_ai_evaluator.errors import ExternalError, InputError
+from triz_ri_smart_ai_evaluator.evaluation import attempts
 from triz_ri_smart_ai_evaluator.harnesses import runner
 from triz_ri_smart_ai_evaluator.harnesses.protocol import (
     Controls,
@@ -24,7 +25,6 @@ from triz_ri_smart_ai_evaluator.harnesses.protocol import (
     RunContext,
     RunOptions,
 )
-from triz_ri_smart_ai_evaluator.ledger import attempts
 from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 from triz_ri_smart_ai_evaluator.rules.loader import load_task_class

@@ -32,7 +32,7 @@ import pytest
 from tests.conftest import CliResult
 from tests.ledger._attempt_cli import with_stored_evidence
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
-from triz_ri_smart_ai_evaluator.ledger import attempts
+from triz_ri_smart_ai_evaluator.evaluation import attempts
 from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.provenance import (
     ComponentKey,

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from triz_ri_smart_ai_evaluator.errors import InputError
-from triz_ri_smart_ai_evaluator.ledger import attempts
+from triz_ri_smart_ai_evaluator.evaluation import attempts
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.rules import pin

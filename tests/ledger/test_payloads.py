@@ -37,7 +37,7 @@ from triz_ri_smart_ai_evaluator.access import (
 )
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
 from triz_ri_smart_ai_evaluator.errors import InputError, IntegrityError
-from triz_ri_smart_ai_evaluator.ledger import attempts
+from triz_ri_smart_ai_evaluator.evaluation import attempts
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import generate_signer
 from triz_ri_smart_ai_evaluator.ledger.events import Event, EventKind, NewEvent
 from triz_ri_smart_ai_evaluator.ledger.log import check_ledger
@@ -110,7 +110,7 @@ def _stored(store: LedgerStore, attempt_id: str, label: str) -> str:
 
 
 def write_golden_ledger(store: LedgerStore) -> None:
-    """Every writer of ``ledger.attempts`` once, with fixed clocks: a delayed attempt settled
+    """Every writer of ``evaluation.attempts`` once, with fixed clocks: a delayed attempt settled
     through the provenance register, a pilot attempt with every kind of raw input (degree,
     omitted self-check, obstacle, claim, an unresolved digest), one with raw
     measurements only, abandoned."""

@@ -13,7 +13,7 @@ import pytest
 
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
 from triz_ri_smart_ai_evaluator.errors import InputError, IntegrityError
-from triz_ri_smart_ai_evaluator.ledger import attempts
+from triz_ri_smart_ai_evaluator.evaluation import attempts
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import Checkpoint, generate_signer, sign_note
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
 from triz_ri_smart_ai_evaluator.ledger.log import (

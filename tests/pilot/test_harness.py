@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from triz_ri_smart_ai_evaluator.errors import InputError, IntegrityError
+from triz_ri_smart_ai_evaluator.evaluation import attempts
 from triz_ri_smart_ai_evaluator.harnesses import runner
-from triz_ri_smart_ai_evaluator.ledger import attempts
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import open_note
 from triz_ri_smart_ai_evaluator.ledger.log import (
     check_ledger,

@@ -30,8 +30,8 @@ from triz_ri_smart_ai_evaluator.access import (
 )
 from triz_ri_smart_ai_evaluator.canonical import sha256_hex
 from triz_ri_smart_ai_evaluator.errors import InputError
+from triz_ri_smart_ai_evaluator.evaluation import attempts
 from triz_ri_smart_ai_evaluator.harnesses import runner
-from triz_ri_smart_ai_evaluator.ledger import attempts
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent, parse_body
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore

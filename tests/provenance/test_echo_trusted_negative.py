@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from tests.ledger._attempt_cli import with_stored_evidence
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
 from triz_ri_smart_ai_evaluator.errors import IntegrityError
-from triz_ri_smart_ai_evaluator.ledger import attempts
+from triz_ri_smart_ai_evaluator.evaluation import attempts
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.provenance import (
     CONTENT_REASONS,

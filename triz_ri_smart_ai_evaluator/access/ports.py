@@ -29,8 +29,8 @@ from .._clock import now_utc
 from .._ids import is_plain_id
 from ..canonical import sha256_hex
 from ..errors import InputError, IntegrityError
-from ..ledger import instances
-from ..ledger.attempts import initiate
+from ..evaluation import instances
+from ..evaluation.attempts import initiate
 from ..ledger.events import EventKind, NewEvent
 from ..ledger.payloads import EvidenceStored, PolicyOutput
 from ..provenance.fingerprint import fingerprint

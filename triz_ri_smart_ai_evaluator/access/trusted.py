@@ -29,7 +29,7 @@ from .._clock import now_utc
 from .._ids import is_plain_id
 from ..canonical import canonical_json, sha256_hex
 from ..errors import InputError
-from ..ledger.attempts import (
+from ..evaluation.attempts import (
     attempt_record,
     evaluate,
     record_measurements,
@@ -472,7 +472,7 @@ class TrustedPort:
         attempt = req.attempt_id
         inputs = self._inputs(req)
         # spec 3.5, 8.6: the harness names the task instance it evaluated; it must be the one
-        # the attempt was opened with (ledger.attempts.evaluate refuses another).
+        # the attempt was opened with (evaluation.attempts.evaluate refuses another).
         instance = req.instance
         initiated = self._typed(events, AttemptInitiated)[0]
         version = initiated.rules_version
@@ -586,7 +586,7 @@ class TrustedPort:
     def evaluate(self, attempt_id: str, inputs: Mapping[str, Any], *,
                  signature: str, instance: str | None = None) -> dict[str, Any]:
         """``awards_and_signals``/``append`` ``{"attempt_id", "inputs"[, "instance"]}``: compute
-        and record the signal under the attempt's pinned rules (``ledger.attempts.evaluate``);
+        and record the signal under the attempt's pinned rules (``evaluation.attempts.evaluate``);
         the answer is the award as recorded, with its rework credit.  Sign the payload without
         ``instance`` when none is given."""
         payload: dict[str, Any] = {"attempt_id": attempt_id, "inputs": dict(inputs),

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from .._io import load_model, read_document, write_atomic
 from ..errors import InputError, IntegrityError
-from ..ledger import attempts as attempt_log
+from ..evaluation import attempts as attempt_log
 from ..ledger.events import EventKind, NewEvent
 from ..ledger.log import (
     DEFAULT_ORIGIN,

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from .._io import write_atomic
 from ..errors import EvaluatorError, InputError
-from ..ledger import attempts
+from ..evaluation import attempts
 from ..ledger.checkpoint import NoteSigner, sign_note
 from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
 from ..ledger.payloads import EvidenceStored, Payload

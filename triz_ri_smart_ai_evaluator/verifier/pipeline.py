@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .._clock import now_utc
 from .._safe_read import parse_yaml
 from ..errors import EvaluatorError, InputError
-from ..ledger import attempts
+from ..evaluation import attempts
 from ..ledger.events import EventKind, NewEvent
 from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue

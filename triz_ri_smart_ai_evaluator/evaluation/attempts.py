@@ -19,16 +19,9 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from ..errors import InputError, IntegrityError
-from ..rules.task_class import TaskClass
-from ..rules.versions import PinnedRules, canonical_rules, pin, rules_from_canonical
-from ..signal.calculator import SignalCalculator
-from ..signal.escrow import Settlement, settle_escrow
-from ..signal.inputs import AttemptInputs, Measurement
-from ..signal.result import Signal
-from . import instances
-from .events import OUTCOME_KINDS, Event, EventKind, NewEvent
-from .evidence import resolve, strip, unresolved_in
-from .payloads import (
+from ..ledger.events import OUTCOME_KINDS, Event, EventKind, NewEvent
+from ..ledger.evidence import resolve, strip, unresolved_in
+from ..ledger.payloads import (
     AttemptAbandoned,
     AttemptCompleted,
     AttemptInitiated,
@@ -54,8 +47,15 @@ from .payloads import (
     payload_from,
     payload_of,
 )
-from .record import attempt_record, violations
-from .store import LedgerStore
+from ..ledger.record import attempt_record, violations
+from ..ledger.store import LedgerStore
+from ..rules.task_class import TaskClass
+from ..rules.versions import PinnedRules, canonical_rules, pin, rules_from_canonical
+from ..signal.calculator import SignalCalculator
+from ..signal.escrow import Settlement, settle_escrow
+from ..signal.inputs import AttemptInputs, Measurement
+from ..signal.result import Signal
+from . import instances
 
 __all__ = [
     "HARNESS",

@@ -27,12 +27,12 @@ from decimal import Decimal
 from typing import Any
 
 from ..errors import InputError
+from ..ledger.events import EventKind
+from ..ledger.store import LedgerStore
 from ..rules._values import DECIMAL_CONTEXT as CTX
 from ..rules._values import ZERO, format_exact
 from ..signal.result import Outcome, Signal
 from ..signal.rework import instance_signal
-from .events import EventKind
-from .store import LedgerStore
 
 RULE = "first_attempt_counts"
 
