@@ -6,11 +6,14 @@
 #     the critical layer, signal, publication bundle;
 #  3. runs the bundled adversarial candidates (one per mandatory attack of pilot 11) and prints
 #     what the evaluator caught in each;
-#  4. checks two document-step drafts with the blind verifier gate's mechanical layer (one
+#  4. runs the second executable class, defect_fix_delayed_confirmation (a patch task with a
+#     hidden reproduction test and escrow), on each of its bundled candidates through the
+#     generic `attempt run`, and checks each ends as its expect.json says;
+#  5. checks two document-step drafts with the blind verifier gate's mechanical layer (one
 #     faithful, one with the invented clauses 9.2/9.3 of seed 002's live catch);
-#  5. explains three bundled signal inputs and records them as attempts too, each with its
+#  6. explains three bundled signal inputs and records them as attempts too, each with its
 #     evidence files stored as blobs first (a digest that resolves to nothing never counts);
-#  6. signs a checkpoint, has an independent witness cosign it, verifies the whole ledger
+#  7. signs a checkpoint, has an independent witness cosign it, verifies the whole ledger
 #     against the witness and recomputes every award with the independent implementation.
 # Everything goes to runs/<time>/.  Without root (no namespaces, no bwrap) the pilot runs in the
 # labelled degraded mode: the signal it records is marked as not training-grade.
@@ -46,6 +49,23 @@ $T pilot feedback-form run --candidate "$reference" --out "$run/bundles" "${degr
 echo
 echo "=== pilot 02: the reference and every adversarial candidate ==="
 $T pilot feedback-form examples --out "$run/bundles" "${degraded[@]}"
+
+echo
+echo "=== defect fix: every bundled candidate through the generic runner ==="
+for dir in triz_ri_smart_ai_evaluator/defect_fix/candidates/*/; do
+    name="$(basename "$dir")"
+    $T attempt run --task-class defect_fix_delayed_confirmation --candidate "$dir/candidate.diff" \
+        --out "$run/bundles" --json "${degraded[@]}" >"$run/defect_fix_$name.json"
+    .venv/bin/python - "$run/defect_fix_$name.json" "$dir/expect.json" "$name" <<'PY'
+import json, sys
+got, want = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:3])
+ok = got["signal"] == want["signal"] and (
+    want["outcome"] == "obtained" or any(want["reason"] in r for r in got["reasons"]))
+print(f"{sys.argv[3]}: S = {got['signal']} ({got['outcome']}; "
+      f"{'; '.join(got['reasons']) or 'no reasons'}): {'as expected' if ok else 'NOT as expected'}")
+sys.exit(0 if ok else 1)
+PY
+done
 
 echo
 echo "=== the blind verifier gate (seed 002): mechanical layer on two drafts ==="
