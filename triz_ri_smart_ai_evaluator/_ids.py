@@ -1,8 +1,8 @@
 """Plain identifiers: the ledger's rule for the ids written into an event envelope.
 
 Sources, attempts, principals and request ids end up in ledger envelopes, so every room checks
-them against this one rule before anything is stored.  (ledger/events.py still carries its own
-copy of the pattern; it must stay equal to :data:`PLAIN_ID`.)
+them against this one rule before anything is stored (ledger/events.py checks the envelope
+against it too).
 """
 
 from __future__ import annotations

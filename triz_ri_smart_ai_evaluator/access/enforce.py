@@ -18,6 +18,7 @@ from .._clock import now_utc
 from .._ids import is_plain_id
 from ..errors import EvaluatorError, InputError
 from ..ledger.events import EventKind, NewEvent
+from ..ledger.payloads import AccessViolation
 from ..ledger.store import LedgerStore
 from .matrix import AccessMatrix, Action, Resource, Role, Scope
 
@@ -125,16 +126,12 @@ class AccessGuard:
         The matrix decides in :meth:`verify_allowed`; a port calls this directly only for a
         failed authentication (an unknown key, a bad signature: spec 9.3, 9.15).
         """
-        data = {
-            "principal": principal.id,
-            "role": principal.role.value,
-            "resource": resource.value,
-            "action": action.value,
-            "matrix_version": self.matrix.version,
-            "reason": reason,
+        data = AccessViolation(
+            principal=principal.id, role=principal.role.value, resource=resource.value,
+            action=action.value, matrix_version=self.matrix.version, reason=reason,
             # Whatever the caller named, clipped: an attacker's string is data, not an id.
-            "target": None if target is None else _clip(target),
-        }
+            target=None if target is None else _clip(target),
+        )
         event = NewEvent.make(EventKind.ACCESS_VIOLATION, data, actor=GUARD_ACTOR,
                               at=self._clock())
         seq = self.ledger.append([event])[-1]

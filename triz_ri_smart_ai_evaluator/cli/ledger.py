@@ -30,6 +30,7 @@ from ..ledger.log import (
     witness_cosign,
     witness_notes_for,
 )
+from ..ledger.payloads import EvidenceStored
 from ..ledger.recompute import recompute_ledger
 from ..ledger.witness import WitnessStore
 from ..rules.loader import BUNDLED_CATALOGUE, load_catalogue
@@ -295,9 +296,9 @@ def attempt_evaluate(
             attempt_log.initiate(ledger, pinned, attempt_id=aid, task_version=pinned.version,
                                  started_at=now, deadline=now + timedelta(hours=1),
                                  instance=instance)
-            stored = [NewEvent.make(EventKind.EVIDENCE_STORED, {
-                "what": name, "digest": ledger.put_evidence(data), "size": len(data),
-                "by": source, "via": "attempt evaluate --evidence-dir"},
+            stored = [NewEvent.make(EventKind.EVIDENCE_STORED, EvidenceStored(
+                what=name, digest=ledger.put_evidence(data), size=len(data),
+                by=source, via="attempt evaluate --evidence-dir"),
                 actor=source, at=now, attempt=aid) for source, name, data in files]
             if stored:
                 ledger.append(stored)

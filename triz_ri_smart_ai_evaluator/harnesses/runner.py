@@ -27,18 +27,26 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from .._clock import now_utc
 from .._io import write_atomic
 from ..errors import EvaluatorError, InputError
 from ..evaluation import attempts
 from ..ledger.checkpoint import NoteSigner, sign_note
 from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
-from ..ledger.payloads import EvidenceStored, Payload
+from ..ledger.payloads import (
+    AttemptEnded,
+    CommentAdded,
+    EvidenceStored,
+    Payload,
+    QuarantineChanged,
+    VerifierDecision,
+)
 from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue
 from ..rules.published import pin_in_force
@@ -54,19 +62,14 @@ ACTOR = "harness"
 ATTEMPT_DEADLINE = timedelta(minutes=30)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 def json_bytes(doc: Any) -> bytes:
     """The bundle's JSON: sorted keys, two-space indent, UTF-8, a final newline."""
     return (json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
 
 
-def event(kind: EventKind, data: Payload | dict[str, Any], attempt: str) -> NewEvent:
-    """One event of the runner's actor, stamped now (``data``: the kind's payload model, or a
-    plain object for the records the classes compose)."""
-    return NewEvent.make(kind, data, actor=ACTOR, at=_now(), attempt=attempt)
+def event(kind: EventKind, data: Payload, attempt: str) -> NewEvent:
+    """One event of the runner's actor, stamped now (``data``: the kind's payload model)."""
+    return NewEvent.make(kind, data, actor=ACTOR, at=now_utc(), attempt=attempt)
 
 
 def store_evidence(store: LedgerStore, attempt_id: str, what: str, data: bytes,
@@ -154,7 +157,7 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
         return _errored(store, opened.attempt_id, bundle_root, refusal, "isolation")
     # spec 10.5: a new attempt runs under the published version in force now.
     pinned = opened.pinned if opened else pin_in_force(load_catalogue()[harness.task_class],
-                                                       started_at=_now())
+                                                       started_at=now_utc())
     with tempfile.TemporaryDirectory(prefix="trz-harness-") as private:
         work = Path(private)
         work.chmod(0o711)  # the sandbox uid may traverse to the candidate tree, not list
@@ -204,19 +207,20 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
     if outcome.quarantine:
         # Pilot 12: quarantined the moment the run's stopping conditions are known, before any
         # award is computed.
-        store.append([event(EventKind.QUARANTINE_CHANGED, {
-            "status": "quarantined", "reasons": list(outcome.quarantine),
-            "candidate_sha256": prepared.digest}, attempt_id)])
-    store.append([event(EventKind.VERIFIER_DECISION, {
+        store.append([event(EventKind.QUARANTINE_CHANGED, QuarantineChanged(
+            status="quarantined", reasons=tuple(outcome.quarantine),
+            candidate_sha256=prepared.digest), attempt_id)])
+    store.append([event(EventKind.VERIFIER_DECISION, VerifierDecision.model_validate({
         "verifier": harness.version, "isolation": outcome.isolation,
         "degraded_reason": outcome.degraded_reason, "findings": outcome.findings,
         "metrics": outcome.metrics, **outcome.decision,
-    }, attempt_id)])
+    }), attempt_id)])
     if outcome.isolation != "full":
-        store.append([event(EventKind.COMMENT_ADDED, {
-            "text": f"isolation degraded ({outcome.degraded_reason}): not a training-grade "
-                    "signal"}, attempt_id)])
-    signal = attempts.evaluate(store, pinned, outcome.inputs, attempt_id=attempt_id, at=_now())
+        store.append([event(EventKind.COMMENT_ADDED, CommentAdded(
+            text=f"isolation degraded ({outcome.degraded_reason}): not a training-grade "
+                 "signal"), attempt_id)])
+    signal = attempts.evaluate(store, pinned, outcome.inputs, attempt_id=attempt_id,
+                               at=now_utc())
     summary = {
         "attempt_id": attempt_id, "task_class": harness.task_class, "status": "completed",
         "candidate_digest": prepared.digest,
@@ -284,7 +288,7 @@ def pinned_at_start(store: LedgerStore, initiated: Mapping[str, Any]) -> PinnedR
 def _initiate(store: LedgerStore, harness: Harness, pinned: PinnedRules,
               prepared: Prepared) -> str:
     """Open an attempt for a candidate handed straight to the runner; return its id."""
-    started = _now()
+    started = now_utc()
     attempt_id = f"{harness.id_prefix}-{started.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
     attempts.initiate(store, pinned, attempt_id=attempt_id, task_version="1",
                       started_at=started, deadline=started + ATTEMPT_DEADLINE,
@@ -296,7 +300,7 @@ def _errored(store: LedgerStore, attempt_id: str, bundle_root: Path, reason: str
              digest: str | None = None) -> RunResult:
     """End the attempt as ``attempt.errored`` with a one-line reason, and say so in the bundle."""
     reason = " ".join(reason.split())
-    store.append([event(EventKind.ATTEMPT_ERRORED, {"reason": reason, "stage": stage},
+    store.append([event(EventKind.ATTEMPT_ERRORED, AttemptEnded(reason=reason, stage=stage),
                         attempt_id)])
     summary = {"attempt_id": attempt_id, "status": "errored", "error": reason,
                "candidate_digest": digest}

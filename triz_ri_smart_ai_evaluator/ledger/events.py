@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from .._ids import PLAIN_ID
 from ..canonical import canonical_json
 from ..errors import InputError, IntegrityError
 from .merkle import leaf_hash
@@ -86,7 +87,6 @@ OUTCOME_KINDS = frozenset(
     }
 )
 
-_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,199}")
 _INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 
 
@@ -119,9 +119,8 @@ class NewEvent:
     ) -> NewEvent:
         """Build an event holding ``data``: the kind's payload model (``ledger.payloads``), or
         during the move to typed payloads a plain JSON object, canonicalised as given and not
-        checked against the model (callers still on dicts: provenance, verifier, service, cli;
-        tests that write synthetic payloads).  Raises InputError for an unknown kind, a model of
-        another kind or a malformed field."""
+        checked against the model (tests that write synthetic payloads).  Raises InputError for
+        an unknown kind, a model of another kind or a malformed field."""
         kind_value = str(kind)
         if kind_value not in _KINDS:
             raise InputError(f"unknown event kind {kind_value!r}")
@@ -129,7 +128,7 @@ class NewEvent:
         if not _INSTANT.fullmatch(stamp):
             raise InputError(f"event time {stamp!r} is not YYYY-MM-DDTHH:MM:SS.ffffffZ")
         for name, value in (("actor", actor), ("attempt", attempt)):
-            if value is not None and not _PLAIN.fullmatch(value):
+            if value is not None and not PLAIN_ID.fullmatch(value):
                 raise InputError(f"event {name} {value!r} is not a plain identifier")
         if not isinstance(data, dict):
             from .payloads import Payload, check_payload  # noqa: PLC0415 - payloads imports us

@@ -48,7 +48,9 @@ __all__ = [
     "EscrowSettled",
     "EvidenceResolved",
     "EvidenceStored",
+    "GateTransition",
     "IndicatorsComputed",
+    "InjectionDetected",
     "LedgerTamperDetected",
     "MeasurementRaw",
     "OpenPayload",
@@ -68,11 +70,13 @@ __all__ = [
     "SourceAmended",
     "SourceRegistered",
     "TrainingIncluded",
+    "VerifierDecision",
     "check_payload",
     "models_of",
     "payload_as",
     "payload_from",
     "payload_of",
+    "verify_data",
 ]
 
 #: A list in JSON, a tuple here; its items are checked strictly.
@@ -492,8 +496,10 @@ _ADAPTERS: dict[str, TypeAdapter[Any]] = {k.value: TypeAdapter(t) for k, t in PA
 
 def _problem(e: ValidationError) -> str:
     first = e.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "data"
-    return f"{where}: {first['msg']}"
+    where = ".".join(str(p) for p in first["loc"])
+    if not where and first["type"] == "union_tag_not_found":
+        where = str(first.get("ctx", {}).get("discriminator", "")).strip("'")
+    return f"{where or 'data'}: {first['msg']}"
 
 
 def _classes(t: Any) -> tuple[type[Payload], ...]:
@@ -519,6 +525,23 @@ def check_payload(kind: EventKind | str, payload: Payload) -> Payload:
     kind_value = str(kind)
     if not isinstance(payload, models_of(kind_value)):
         raise InputError(f"a {kind_value} event does not hold a {type(payload).__name__}")
+    return payload
+
+
+def verify_data(kind: EventKind | str, data: dict[str, Any]) -> Payload:
+    """A plain JSON object a writer hands ``NewEvent.make``, as its kind's model: no write path
+    is left unchecked.  Raises InputError naming the kind and the first field that does not
+    fit (an unknown kind too)."""
+    kind_value = str(kind)
+    adapter = _ADAPTERS.get(kind_value)
+    if adapter is None:
+        raise InputError(f"unknown event kind {kind_value!r}")
+    try:
+        payload = adapter.validate_python(data)
+    except ValidationError as e:
+        raise InputError(f"a {kind_value} event's data does not fit its model: {_problem(e)}"
+                         ) from e
+    assert isinstance(payload, Payload)
     return payload
 
 

@@ -54,6 +54,7 @@ from psycopg.conninfo import conninfo_to_dict
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
 from .events import GENESIS_PREV, Event, EventKind, NewEvent, prev_in_body
 from .merkle import HASH_SIZE, MerkleAccumulator, leaf_hash
+from .payloads import LedgerTamperDetected
 from .store import Batch, CheckpointPolicy, Head, Sequencer, open_head, sign_head
 
 DEFAULT_SCHEMA = "triz_ledger"
@@ -319,7 +320,8 @@ class PostgresStore:
                 if alarms:
                     self.append([NewEvent.make(
                         EventKind.LEDGER_TAMPER_DETECTED,
-                        {"refused": "; ".join(alarms)[:2000], "size": self._verified.size},
+                        LedgerTamperDetected(refused="; ".join(alarms)[:2000],
+                                             size=self._verified.size),
                         actor="ledger", at=datetime.now(UTC))], force_checkpoint=True)
         except psycopg.Error as e:
             raise _error(e, f"{self.where}: opening the ledger") from e

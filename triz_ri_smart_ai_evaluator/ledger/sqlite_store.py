@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
 from .events import GENESIS_PREV, Event, EventKind, NewEvent, prev_in_body
 from .merkle import HASH_SIZE, MerkleAccumulator, leaf_hash
+from .payloads import LedgerTamperDetected
 from .store import Batch, CheckpointPolicy, Head, Sequencer, open_head, sign_head
 
 _PROTECTED = ("events", "evidence", "checkpoints")
@@ -237,9 +238,9 @@ class SqliteStore:
         except (OSError, UnicodeDecodeError) as e:
             reason = f"unreadable alarm file ({e})"
         now = datetime.now(UTC)
-        self.append([NewEvent.make(EventKind.LEDGER_TAMPER_DETECTED,
-                                   {"refused": reason[:2000], "size": self._verified_size()},
-                                   actor="ledger", at=now)], force_checkpoint=True)
+        tamper = LedgerTamperDetected(refused=reason[:2000], size=self._verified_size())
+        self.append([NewEvent.make(EventKind.LEDGER_TAMPER_DETECTED, tamper, actor="ledger",
+                                   at=now)], force_checkpoint=True)
         alarm.unlink(missing_ok=True)
 
     def _verified_size(self) -> int:

@@ -19,9 +19,20 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from pydantic import JsonValue
+
 from .._clock import now_utc
 from ..errors import InputError, IntegrityError
 from ..ledger.events import EventKind, NewEvent, parse_body, utc_stamp
+from ..ledger.payloads import (
+    ConfirmationReceived,
+    EchoDetected,
+    Payload,
+    QuarantineChanged,
+    SourceAmended,
+    SourceRegistered,
+)
+from ..ledger.payloads import PolicyOutput as PolicyOutputted
 from ..ledger.store import LedgerStore
 from .check import check_confirmation
 from .confirmation import Confirmation
@@ -85,7 +96,7 @@ class ProvenanceRegister:
         return fingerprint(content_text(json.loads(data)))
 
     # -- writing ----------------------------------------------------------------------------
-    def _event(self, kind: EventKind, data: dict[str, Any], attempt: str | None,
+    def _event(self, kind: EventKind, data: Payload, attempt: str | None,
                at: datetime) -> NewEvent:
         return NewEvent.make(kind, data, actor=self.actor, at=at, attempt=attempt)
 
@@ -100,8 +111,8 @@ class ProvenanceRegister:
         if self.refresh().current_source(source.id) is not None:
             raise InputError(f"source {source.id!r} is already registered; amend it instead")
         at = self._clock()
-        events = [self._event(EventKind.SOURCE_REGISTERED, {"source": source.to_data()},
-                              source.attempt, at)]
+        registered = SourceRegistered(source=source.to_data())
+        events = [self._event(EventKind.SOURCE_REGISTERED, registered, source.attempt, at)]
         if source.quarantined:
             events.append(self._source_quarantine(source, at))
         self._append(events)
@@ -132,7 +143,8 @@ class ProvenanceRegister:
         new = replace(updated, revision=current.revision + 1)
         at = self._clock()
         events = [self._event(EventKind.SOURCE_AMENDED,
-                              {"source": new.to_data(), "change": change}, new.attempt, at)]
+                              SourceAmended(source=new.to_data(), change=change), new.attempt,
+                              at)]
         if (new.quarantined, new.quarantine_reason) != (current.quarantined,
                                                         current.quarantine_reason):
             events.append(self._source_quarantine(new, at))
@@ -140,9 +152,9 @@ class ProvenanceRegister:
         return new
 
     def _source_quarantine(self, source: SourceRecord, at: datetime) -> NewEvent:
-        data = {"subject": "source", "source": source.id, "revision": source.revision,
-                "status": "quarantined" if source.quarantined else "clear",
-                "reason": source.quarantine_reason}
+        data = QuarantineChanged(subject="source", source=source.id, revision=source.revision,
+                                 status="quarantined" if source.quarantined else "clear",
+                                 reason=source.quarantine_reason)
         return self._event(EventKind.QUARANTINE_CHANGED, data, source.attempt, at)
 
     def record_policy_output(self, attempt: str, text: str) -> PolicyOutput:
@@ -157,15 +169,17 @@ class ProvenanceRegister:
         digest = self._store.put_evidence(text.encode("utf-8"))
         at = self._clock()
         events = [self._event(EventKind.POLICY_OUTPUT,
-                              {"output": digest, "fingerprint": fp.to_data()}, attempt, at)]
+                              PolicyOutputted(output=digest, fingerprint=fp.to_data()),
+                              attempt, at)]
         cause = {"policy_output": digest, "attempt": attempt}
         for entry in state.confirmations_echoing(fp):
             if entry.status is Status.ACCEPTED:
                 events.append(self._confirmation_quarantine(entry, [Reason.ECHO], cause, at))
-                echo = {"receipt": entry.receipt, "confirmation": entry.id,
-                        "matches": [{"attempt": attempt, "output": digest}],
-                        "echo_collision": is_echo_collision(
-                            (Reason.ECHO,), authenticated=entry.decision.authenticated)}
+                echo = EchoDetected(
+                    receipt=entry.receipt, confirmation=entry.id,
+                    matches=({"attempt": attempt, "output": digest},),
+                    echo_collision=is_echo_collision(
+                        (Reason.ECHO,), authenticated=entry.decision.authenticated))
                 events.append(self._event(EventKind.ECHO_DETECTED, echo, entry.attempt, at))
         self._append(events)
         output = self._state.output(attempt, digest)
@@ -190,26 +204,26 @@ class ProvenanceRegister:
         if self._store.put_evidence(confirmation.content_bytes) != confirmation.content_sha256:
             raise IntegrityError("the evidence store returned a different content digest")
         receipt = secrets.token_hex(16)
-        head = {"id": confirmation.id, "source": confirmation.source,
+        head: dict[str, JsonValue] = {"id": confirmation.id, "source": confirmation.source,
                 "attempt": confirmation.attempt, "issued_at": utc_stamp(confirmation.issued_at),
                 "content_sha256": confirmation.content_sha256,
                 "signature": confirmation.signature}
-        data = {"receipt": receipt, "confirmation": head, "fingerprint": fp.to_data(),
-                "free_text": isinstance(confirmation.content, str),
-                "decision": decision.to_data(), "rules": self.rules.to_data()}
+        data = ConfirmationReceived(receipt=receipt, confirmation=head,
+                                    fingerprint=fp.to_data(),
+                                    free_text=isinstance(confirmation.content, str),
+                                    decision=decision.to_data(), rules=self.rules.to_data())
         attempt = confirmation.attempt
         events = [self._event(EventKind.CONFIRMATION_RECEIVED, data, attempt, received)]
         if not decision.accepted:
-            notice = {"subject": "confirmation", "receipt": receipt, "confirmation": head["id"],
-                      "status": Status.QUARANTINED.value,
-                      "reasons": [r.value for r in decision.reasons],
-                      "echo_collision": decision.echo_collision,
-                      "cause": None, "reconciliation": None}
+            notice = QuarantineChanged(
+                subject="confirmation", receipt=receipt, confirmation=confirmation.id,
+                status=Status.QUARANTINED.value, reasons=tuple(r.value for r in decision.reasons),
+                echo_collision=decision.echo_collision, cause=None, reconciliation=None)
             events.append(self._event(EventKind.QUARANTINE_CHANGED, notice, attempt, received))
         if decision.echo_of:
-            echo = {"receipt": receipt, "confirmation": head["id"],
-                    "matches": [m.to_data() for m in decision.echo_of],
-                    "echo_collision": decision.echo_collision}
+            echo = EchoDetected(receipt=receipt, confirmation=confirmation.id,
+                                matches=tuple(m.to_data() for m in decision.echo_of),
+                                echo_collision=decision.echo_collision)
             events.append(self._event(EventKind.ECHO_DETECTED, echo, attempt, received))
         for other in decision.correlated_with:
             entry = state.entry(other)
@@ -226,9 +240,10 @@ class ProvenanceRegister:
                                  cause: dict[str, Any], at: datetime) -> NewEvent:
         # Only accepted entries are quarantined later, so ``reasons`` are all they will have.
         collision = is_echo_collision(tuple(reasons), authenticated=entry.decision.authenticated)
-        data = {"subject": "confirmation", "receipt": entry.receipt, "confirmation": entry.id,
-                "status": Status.QUARANTINED.value, "reasons": [r.value for r in reasons],
-                "echo_collision": collision, "cause": cause, "reconciliation": None}
+        data = QuarantineChanged(
+            subject="confirmation", receipt=entry.receipt, confirmation=entry.id,
+            status=Status.QUARANTINED.value, reasons=tuple(r.value for r in reasons),
+            echo_collision=collision, cause=cause, reconciliation=None)
         return self._event(EventKind.QUARANTINE_CHANGED, data, entry.attempt, at)
 
     def reconcile(self, receipt: str, *, outcome: Status | str, note: str,
@@ -260,9 +275,10 @@ class ProvenanceRegister:
                                                                 source.quarantined):
                 raise InputError(f"source {entry.source!r} is still in quarantine")
         digest = None if evidence is None else self._store.put_evidence(evidence)
-        data = {"subject": "confirmation", "receipt": receipt, "confirmation": entry.id,
-                "status": status.value, "reasons": [r.value for r in entry.reasons],
-                "cause": None, "reconciliation": {"note": note, "evidence": digest}}
+        data = QuarantineChanged(
+            subject="confirmation", receipt=receipt, confirmation=entry.id, status=status.value,
+            reasons=tuple(r.value for r in entry.reasons), cause=None,
+            reconciliation={"note": note, "evidence": digest})
         event = NewEvent.make(EventKind.QUARANTINE_CHANGED, data, actor=actor,
                               at=self._clock(), attempt=entry.attempt)
         self._append([event])

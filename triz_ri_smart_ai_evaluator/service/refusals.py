@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..ledger.events import EventKind, NewEvent, utc_stamp
+from ..ledger.payloads import ServiceRefusal
 
 log = logging.getLogger("triz_eval.service.refusals")
 ACTOR = "evaluator-service"
@@ -54,9 +55,8 @@ class Refusal:
     def ledger_event(self, now: datetime, *, suppressed: int) -> NewEvent:
         """The ``service.refusal`` event; ``suppressed``: refusals of the same reason and
         address not written since the last one."""
-        return NewEvent.make(EventKind.SERVICE_REFUSAL,
-                             self.to_dict() | {"suppressed": suppressed},
-                             actor=ACTOR, at=now)
+        data = ServiceRefusal.model_validate(self.to_dict() | {"suppressed": suppressed})
+        return NewEvent.make(EventKind.SERVICE_REFUSAL, data, actor=ACTOR, at=now)
 
 
 def log_refusal(refusal: Refusal, now: datetime | None = None) -> None:

@@ -40,6 +40,7 @@ from ..harnesses.protocol import RunOptions
 from ..harnesses.registry import task_classes
 from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
 from ..ledger.log import DEFAULT_ORIGIN, create_log_key, load_log_signer
+from ..ledger.payloads import AttemptEnded, AttemptRequeued
 from ..ledger.postgres_store import PostgresStore
 from ..ledger.sqlite_store import SqliteStore
 from ..ledger.store import CheckpointPolicy, LedgerStore
@@ -198,13 +199,15 @@ class Runtime:
             )
             if reason is not None or artefact is None:
                 ended.append(NewEvent.make(
-                    EventKind.ATTEMPT_ERRORED, {"reason": reason, "stage": "service restart"},
+                    EventKind.ATTEMPT_ERRORED,
+                    AttemptEnded(reason=reason, stage="service restart"),
                     actor="evaluator-service", at=now, attempt=orphan.attempt_id))
                 continue
             queued.append(NewEvent.make(
                 EventKind.ATTEMPT_REQUEUED,
-                {"reason": "the service restarted before the queued harness run began",
-                 "artefact_sha256": orphan.artefact_sha256},
+                AttemptRequeued(
+                    reason="the service restarted before the queued harness run began",
+                    artefact_sha256=orphan.artefact_sha256),
                 actor="evaluator-service", at=now, attempt=orphan.attempt_id))
             requeue.append((orphan.task_class, orphan.attempt_id, artefact))
         if ended or queued:
@@ -299,7 +302,7 @@ class Runtime:
             if not any(e.fields["kind"] in OUTCOME_KINDS
                        for e in store.attempt_events(attempt_id)):
                 store.append([NewEvent.make(
-                    EventKind.ATTEMPT_ERRORED, {"reason": reason, "stage": "service"},
+                    EventKind.ATTEMPT_ERRORED, AttemptEnded(reason=reason, stage="service"),
                     actor="evaluator-service", at=datetime.now(UTC), attempt=attempt_id)])
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -31,6 +31,14 @@ from .._safe_read import parse_yaml
 from ..errors import EvaluatorError, InputError
 from ..evaluation import attempts
 from ..ledger.events import EventKind, NewEvent
+from ..ledger.payloads import (
+    AttemptEnded,
+    EvidenceStored,
+    GateTransition,
+    InjectionDetected,
+    OpenPayload,
+    Payload,
+)
 from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue
 from ..rules.published import pin_in_force
@@ -139,6 +147,17 @@ def load_task(path: Path, *, extra_sources: Sequence[Path] = ()) -> LoadedTask:
                       sources)
 
 
+OpenPayloadT = TypeVar("OpenPayloadT", bound=OpenPayload)
+
+
+def _open(model: type[OpenPayloadT], record: dict[str, Any]) -> OpenPayloadT:
+    """The gate's ``record`` as ``model``: its step and state typed, its details kept."""
+    try:
+        return model.model_validate(record)
+    except ValidationError as e:
+        raise InputError(f"{model.__name__}: {e.errors()[0]['msg']}") from e
+
+
 class LedgerJournal:
     """The gate's :class:`~.gate.Journal` over the ledger: evidence content-addressed with an
     ``evidence.stored`` event, transitions as ``gate.transition``, injection signals as
@@ -148,21 +167,22 @@ class LedgerJournal:
         self._store = store
         self._attempt = attempt_id
 
-    def _append(self, kind: EventKind, data: dict[str, Any]) -> None:
+    def _append(self, kind: EventKind, data: Payload) -> None:
         self._store.append([NewEvent.make(kind, data, actor=ACTOR, at=now_utc(),
                                           attempt=self._attempt)])
 
     def store(self, what: str, data: bytes) -> str:
         digest = self._store.put_evidence(data)
-        self._append(EventKind.EVIDENCE_STORED, {"what": what, "digest": digest,
-                                                 "size": len(data)})
+        self._append(EventKind.EVIDENCE_STORED,
+                     EvidenceStored(what=what, digest=digest, size=len(data)))
         return digest
 
     def transition(self, step: str, state: str, data: dict[str, Any]) -> None:
-        self._append(EventKind.GATE_TRANSITION, {"step": step, "state": state, **data})
+        self._append(EventKind.GATE_TRANSITION,
+                     _open(GateTransition, {"step": step, "state": state, **data}))
 
     def injection(self, step: str, data: dict[str, Any]) -> None:
-        self._append(EventKind.INJECTION_DETECTED, {"step": step, **data})
+        self._append(EventKind.INJECTION_DETECTED, _open(InjectionDetected, {"step": step, **data}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +276,8 @@ def run_document(loaded: LoadedTask, store: LedgerStore, models: Mapping[str, Ch
 
 def _errored(store: LedgerStore, attempt_id: str, brief: Brief | None,
              results: Sequence[StepResult], reason: str) -> DocumentRun:
-    store.append([NewEvent.make(EventKind.ATTEMPT_ERRORED, {"reason": reason, "stage": "run"},
+    store.append([NewEvent.make(EventKind.ATTEMPT_ERRORED,
+                                AttemptEnded(reason=reason, stage="run"),
                                 actor=ACTOR, at=now_utc(), attempt=attempt_id)])
     return DocumentRun(attempt_id, brief, tuple(results), None, None, error=reason)
 
