@@ -46,9 +46,11 @@ from triz_ri_smart_ai_evaluator.ledger.payloads import (
     PAYLOADS,
     CommentAdded,
     EscrowHeld,
+    OpenPayload,
     Payload,
     models_of,
     payload_of,
+    verify_data,
 )
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
 from triz_ri_smart_ai_evaluator.ledger.record import attempt_record
@@ -309,6 +311,40 @@ def test_a_malformed_stored_payload_is_reported_with_its_seq_and_kind(
 def test_a_model_of_another_kind_is_refused_when_written() -> None:
     with pytest.raises(InputError, match=r"escrow\.held"):
         NewEvent.make(EventKind.ESCROW_HELD, CommentAdded(text="hi"), actor="tester", at=T0)
+
+
+_CLOSED = [k for k in EventKind if not all(issubclass(m, OpenPayload) for m in models_of(k))]
+
+
+@pytest.mark.parametrize("kind", _CLOSED, ids=str)
+def test_a_plain_object_that_does_not_fit_its_kind_is_refused_naming_kind_and_field(
+    kind: EventKind,
+) -> None:
+    # A closed model refuses the unknown field, or names the first required one it lacks
+    # (``what``, the discriminator of a raw measurement).
+    with pytest.raises(InputError, match=rf"{kind.value}.* (bogus|\w+): "):
+        verify_data(kind, {"bogus": 1})
+
+
+@pytest.mark.parametrize("kind", sorted(set(EventKind) - set(_CLOSED)), ids=str)
+def test_an_open_record_keeps_its_details_but_checks_its_typed_fields(kind: EventKind) -> None:
+    typed = {"step": "s1", "state": "inspected"}
+    assert verify_data(kind, {**typed, "bogus": 1}).to_data() == {**typed, "bogus": 1}
+    with pytest.raises(InputError, match=rf"{kind.value}.* v: "):
+        verify_data(kind, {**typed, "v": 2})
+
+
+def test_a_plain_object_is_checked_strictly() -> None:
+    with pytest.raises(InputError, match=r"escrow\.held.* held: "):
+        verify_data(EventKind.ESCROW_HELD, {"held": 1, "payable_now": "1"})
+    with pytest.raises(InputError, match="unknown event kind"):
+        verify_data("escrow.kept", {})
+
+
+def test_every_golden_payload_passes_the_write_check() -> None:
+    for seq, body in enumerate(GOLDEN.read_bytes().splitlines(), 1):
+        event = Event(seq, body, leaf_hash(body))
+        verify_data(event.kind, event.data)
 
 
 def test_a_new_write_refuses_an_unknown_field() -> None:
