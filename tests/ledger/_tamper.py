@@ -18,9 +18,10 @@ import json
 import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from triz_ri_smart_ai_evaluator.canonical import canonical_json
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import (
     SIG_COSIGNATURE_V1,
     Checkpoint,
@@ -58,19 +59,26 @@ def evidence_blob(position: int) -> bytes:
 
 
 def template_event(position: int) -> NewEvent:
-    """Event ``position`` (1-based) of the template: measurements with non-ASCII text and a
-    nested ``prev``/``kind``, and an ``evidence.stored`` event every sixth position."""
+    """Event ``position`` (1-based) of the template: registered sources with non-ASCII text
+    and a nested ``prev``/``kind``, and an ``evidence.stored`` event every sixth position."""
     attempt = f"att-{position % 4}" if position % 5 else None
     if position in EVIDENCE_POSITIONS:
         digest = hashlib.sha256(evidence_blob(position)).hexdigest()
         return NewEvent.make("evidence.stored",
-                             {"digest": digest, "media_type": "text/plain", "i": position},
+                             {"what": "text/plain", "digest": digest, "size": position},
                              actor="harness", at=AT, attempt=f"att-{position % 4}")
     return NewEvent.make(
-        "measurement.raw",
-        {"i": position, "value": str(position * 7), "text": "na\u00efve \u2013 \u2713",
-         "nested": {"prev": "not-the-link", "kind": "note"}},
+        "source.registered",
+        {"source": {"i": position, "value": str(position * 7), "text": "na\u00efve \u2013 \u2713",
+                    "nested": {"prev": "not-the-link", "kind": "note"}}},
         actor="runner-1", at=AT, attempt=attempt)
+
+
+def forged(event: NewEvent, data: dict[str, Any], *, kind: str | None = None) -> NewEvent:
+    """``event`` with its data bytes (and kind) replaced as an attacker writes them: not
+    through ``NewEvent.make``, so the data need not fit any kind's payload."""
+    return replace(event, kind=event.kind if kind is None else kind,
+                   data_bytes=canonical_json(data))
 
 
 def log_policy(signer: NoteSigner) -> CheckpointPolicy:
@@ -287,12 +295,13 @@ def _reserialised(body: bytes) -> bytes:
 
 
 def _edit(template: Template, seq: int, **changes: Any) -> NewEvent:
-    """The event at ``seq`` with envelope fields or data entries changed."""
+    """The event at ``seq`` with envelope fields or data entries changed, as an attacker
+    writes it (the changed data need not fit the kind's payload)."""
     f = template.fields(seq)
     data = {**f["data"], **changes.pop("data", {})}
-    return NewEvent.make(changes.get("kind", f["kind"]), data,
-                         actor=changes.get("actor", f["actor"]), at=f["at"],
-                         attempt=changes.get("attempt", f["attempt"]))
+    honest = NewEvent.make(f["kind"], f["data"], actor=changes.get("actor", f["actor"]),
+                           at=f["at"], attempt=changes.get("attempt", f["attempt"]))
+    return forged(honest, data, kind=changes.get("kind"))
 
 
 def _set_body(a: Attacker, seq: int, body: bytes, *, leaf: bytes | None = None,
@@ -379,7 +388,9 @@ def _tamper(kind: str, a: Attacker, t: Template, p: int) -> Expect:
     elif kind == "dropped_trigger":
         # The guards are dropped for good and the body edited in place, leaf column recomputed.
         a.drop_guards(*TABLES)
-        _set_body(a, p, t.body(p).replace(b'"i":%d' % p, b'"i":%d' % (p + 1), 1))
+        key = b'"size":' if p in EVIDENCE_POSITIONS else b'"i":'
+        assert key + b"%d" % p in t.body(p)
+        _set_body(a, p, t.body(p).replace(key + b"%d" % p, key + b"%d" % (p + 1), 1))
     elif kind == "delete":
         a.unguard("events")
         a.sql("DELETE FROM {events} WHERE seq = ?", (p,))

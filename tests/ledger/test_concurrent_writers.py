@@ -23,6 +23,7 @@ from triz_ri_smart_ai_evaluator.ledger.checkpoint import NoteVerifier
 from triz_ri_smart_ai_evaluator.ledger.log import check_ledger, create_log_key, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 
+from ._workers.append_writer import record_of
 from .conftest import PgLedger
 
 WORKER = Path(__file__).parent / "_workers" / "append_writer.py"
@@ -78,7 +79,7 @@ def check_no_fork(store: LedgerStore, acks: dict[str, list[tuple[int, ...]]],
     assert store.size() == total
     rows = list(store.scan())
     assert [seq for seq, _ in rows] == list(range(1, total + 1))
-    data = {seq: json.loads(body)["data"] for seq, body in rows}
+    data = {seq: record_of(json.loads(body)["data"]) for seq, body in rows}
     for tag, mine in acks.items():
         assert len(mine) == EVENTS_EACH
         assert [n for _, n, *_ in mine] == list(range(EVENTS_EACH))

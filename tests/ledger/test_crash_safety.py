@@ -30,6 +30,7 @@ from triz_ri_smart_ai_evaluator.ledger.checkpoint import NoteVerifier
 from triz_ri_smart_ai_evaluator.ledger.log import check_ledger, create_log_key, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 
+from ._workers.append_writer import record_of
 from .conftest import PgLedger
 
 WORKER = Path(__file__).parent / "_workers" / "append_writer.py"
@@ -113,15 +114,16 @@ def check_after_crash(store: LedgerStore, log_key: NoteVerifier, tag: str, acks:
     assert [seq for seq, _ in rows] == list(range(1, len(rows) + 1)), "gap in positions"
     assert store.size() == len(rows)
     by_seq = {seq: json.loads(body) for seq, body in rows}
+    records = {seq: record_of(fields["data"]) for seq, fields in by_seq.items()}
     for ack in acks:
         assert ack.seq in by_seq, f"acknowledged event {ack.seq} ({tag} #{ack.n}) was lost"
-        data = by_seq[ack.seq]["data"]
+        data = records[ack.seq]
         assert (data["tag"], data["n"], data["batch"], data["j"], data["k"]) == (
             ack.tag, ack.n, ack.batch, ack.j, ack.k), f"event {ack.seq} is not what was acked"
     batches: dict[int, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
-    for seq, fields in by_seq.items():
-        if fields["data"]["tag"] == tag:
-            batches[fields["data"]["batch"]].append((seq, fields["data"]))
+    for seq, record in records.items():
+        if record["tag"] == tag:
+            batches[record["batch"]].append((seq, record))
     for batch, members in batches.items():
         seqs = sorted(s for s, _ in members)
         k = members[0][1]["k"]

@@ -50,7 +50,7 @@ def test_database_wal_and_shm_are_created_0600_under_a_permissive_umask(tmp_path
     try:
         signer = generate_signer("modes.test/log")
         store = SqliteStore.open(db, policy=CheckpointPolicy(signer, signer.name))
-        store.append([NewEvent.make("measurement.raw", {"i": 1}, actor="a", at=AT)])
+        store.append([NewEvent.make("comment.added", {"text": "event 1"}, actor="a", at=AT)])
         files = [p for p in tmp_path.iterdir() if p.name.startswith("ledger.db")]
         assert {p.name for p in files} >= {"ledger.db", "ledger.db-wal", "ledger.db-shm"}
         assert {p.name: _mode(p) for p in files} == {p.name: 0o600 for p in files}

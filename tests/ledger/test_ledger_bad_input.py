@@ -89,10 +89,10 @@ def build(root: Path) -> None:
     for i in range(1, EVENTS + 1):
         if i % EVIDENCE_EVERY == 0:
             digest = store.put_evidence(evidence_blob(i))
-            event = NewEvent.make("evidence.stored", {"digest": digest, "i": i},
+            event = NewEvent.make("evidence.stored", {"what": f"blob {i}", "digest": digest},
                                   actor="harness", at=AT, attempt=f"att-{i % 3}")
         else:
-            event = NewEvent.make("measurement.raw", {"i": i, "pad": "p" * 60},
+            event = NewEvent.make("comment.added", {"text": f"event {i} " + "p" * 60},
                                   actor="runner-1", at=AT, attempt=f"att-{i % 3}")
         store.append([event])
         if i == EVENTS // 2:
@@ -529,5 +529,5 @@ def test_ids_and_instants_with_a_newline_are_refused(field: str, value: str) -> 
     canonical body."""
     fields = {"actor": "runner-1", "attempt": "att-1", "at": AT, field: value}
     with pytest.raises(InputError):
-        NewEvent.make("measurement.raw", {"i": 1}, actor=fields["actor"], at=fields["at"],
+        NewEvent.make("comment.added", {"text": "x"}, actor=fields["actor"], at=fields["at"],
                       attempt=fields["attempt"])

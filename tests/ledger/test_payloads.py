@@ -72,6 +72,7 @@ from triz_ri_smart_ai_evaluator.signal.inputs import AttemptInputs
 
 from ..signal.factories import DEFECT, PILOT
 from ._attempt_cli import with_stored_evidence
+from ._tamper import forged
 
 HERE = Path(__file__).parent / "golden"
 GOLDEN = HERE / "ledger_bodies.jsonl"
@@ -303,7 +304,8 @@ def test_a_payload_round_trips_through_its_canonical_bytes(model: type[Payload],
 def test_a_malformed_stored_payload_is_reported_with_its_seq_and_kind(
     kind: EventKind, data: dict[str, Any], where: str
 ) -> None:
-    body = NewEvent.make(kind, data, actor="tester", at=T0).body(seq=7, prev="0" * 64)
+    honest = NewEvent.make(EventKind.COMMENT_ADDED, {"text": "x"}, actor="tester", at=T0)
+    body = forged(honest, data, kind=kind.value).body(seq=7, prev="0" * 64)  # stored, unchecked
     with pytest.raises(IntegrityError, match=rf"event 7 \({kind.value}\): .*{where}"):
         payload_of(Event(7, body, leaf_hash(body)))
 
@@ -324,6 +326,15 @@ def test_a_plain_object_that_does_not_fit_its_kind_is_refused_naming_kind_and_fi
     # (``what``, the discriminator of a raw measurement).
     with pytest.raises(InputError, match=rf"{kind.value}.* (bogus|\w+): "):
         verify_data(kind, {"bogus": 1})
+
+
+@pytest.mark.parametrize("kind", _CLOSED, ids=str)
+def test_a_plain_object_that_does_not_fit_its_kind_is_refused_when_written(
+    kind: EventKind,
+) -> None:
+    """NewEvent.make checks a plain object as verify_data does: no unchecked write path."""
+    with pytest.raises(InputError, match=rf"{kind.value}.* (bogus|\w+): "):
+        NewEvent.make(kind, {"bogus": 1}, actor="tester", at=T0)
 
 
 @pytest.mark.parametrize("kind", sorted(set(EventKind) - set(_CLOSED)), ids=str)
@@ -362,9 +373,12 @@ def test_a_malformed_raw_measurement_stops_recompute_and_the_record_naming_the_e
         pinned = pin(task_class(PILOT), started_at=T0)
         attempts.initiate(store, pinned, attempt_id="odd-1", task_version="1", started_at=T0,
                           deadline=T0 + timedelta(hours=1))
-        [seq] = store.append([NewEvent.make(EventKind.MEASUREMENT_RAW,
-                                            {"what": "cost", "id": "smtp_calls", "value": 3},
-                                            actor="harness", at=T0, attempt="odd-1")])
+        cost = NewEvent.make(EventKind.MEASUREMENT_RAW,
+                             {"what": "cost", "id": "smtp_calls", "value": "3"},
+                             actor="harness", at=T0, attempt="odd-1")
+        # stored as an owner of the database writes it, past NewEvent.make's check
+        odd = forged(cost, {"what": "cost", "id": "smtp_calls", "value": 3})
+        [seq] = store.append([odd])
         attempts.evaluate(store, pinned, _inputs("pilot"), attempt_id="odd-1", at=T0)
         expected = rf"event {seq} \(measurement\.raw\): .*value"
         with pytest.raises(IntegrityError, match=expected):

@@ -45,9 +45,10 @@ def make_events(n: int, *, start: int = 0, tag: str = "t") -> list[NewEvent]:
     """Events with non-ASCII text, a nested ``prev`` key and attempts on some of them."""
     return [
         NewEvent.make(
-            EventKind.MEASUREMENT_RAW,
-            {"i": i, "tag": tag, "text": "na\u00efve \u2013 \u00fcn\u00efcode \u2713",
-             "nested": {"prev": "not-the-link"}},
+            EventKind.SOURCE_REGISTERED,
+            {"source": {"i": i, "tag": tag,
+                        "text": "na\u00efve \u2013 \u00fcn\u00efcode \u2713",
+                        "nested": {"prev": "not-the-link"}}},
             actor="runner-1",
             at=AT,
             attempt=f"att-{i % 3}" if i % 4 else None,
@@ -532,8 +533,8 @@ def test_two_processes_appending_concurrently_keep_one_chain(pg_ledger: PgLedger
     assert len(bodies) == store.size() == 400
     leaves = check_chain(bodies)
     for tag in ("w1", "w2"):
-        mine = [json.loads(body)["data"]["i"] for _, body in bodies
-                if json.loads(body)["data"]["tag"] == tag]
+        mine = [json.loads(body)["data"]["source"]["i"] for _, body in bodies
+                if json.loads(body)["data"]["source"]["tag"] == tag]
         assert mine == list(range(200))
     checkpoints = store.checkpoints()
     sizes = [0] + [size for size, _ in checkpoints]

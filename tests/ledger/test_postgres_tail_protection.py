@@ -69,7 +69,7 @@ def _attempt(body: bytes) -> str | None:
 
 
 def _forged(seq: int, prev: str) -> bytes:
-    event = NewEvent.make("measurement.raw", {"i": seq, "value": "forged"}, actor="runner-1",
+    event = NewEvent.make("comment.added", {"text": f"forged event {seq}"}, actor="runner-1",
                           at="2025-03-01T12:00:00.000000Z", attempt="att-1")
     return seal(event, seq=seq, prev=prev).body
 

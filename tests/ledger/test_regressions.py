@@ -30,13 +30,14 @@ from triz_ri_smart_ai_evaluator.ledger.witness import WitnessStore
 from triz_ri_smart_ai_evaluator.rules import pin
 
 from ..signal.factories import DEFECT, inputs_for, task_class
+from ._tamper import forged as forge
 
 T0 = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)  # defect_fix rules v2 in force
 
 
 def _event(i: int, *, kind: EventKind = EventKind.COMMENT_ADDED, data: dict | None = None,
            attempt: str | None = "a-1") -> NewEvent:
-    return NewEvent.make(kind, data if data is not None else {"i": i}, actor="tester",
+    return NewEvent.make(kind, data if data is not None else {"text": f"event {i}"}, actor="tester",
                          at=T0 + timedelta(seconds=i), attempt=attempt)
 
 
@@ -98,8 +99,9 @@ def test_owner_rewriting_the_tail_and_resigning_is_located_from_the_witness(worl
     conn.execute("DELETE FROM checkpoints WHERE size > 10")
     conn.close()
     forged = open_sqlite_ledger(world.db, world.keys, unsafe_resign_head=True)  # holds the key
-    forged.append([_event(i, data={"forged": i}) for i in range(12, 16)], force_checkpoint=True)
-    forged.append([_event(i, data={"forged": i}) for i in range(16, 21)], force_checkpoint=True)
+    for first, end in ((12, 16), (16, 21)):
+        forged.append([_event(i, data={"text": f"forged event {i}"}) for i in range(first, end)],
+                      force_checkpoint=True)
     forged.close()
     report = world.verify()
     assert not report.ok
@@ -107,7 +109,7 @@ def test_owner_rewriting_the_tail_and_resigning_is_located_from_the_witness(worl
 
 
 def test_a_corrupt_database_page_is_an_integrity_error_not_a_crash(world: World):
-    world.grow([_event(i, data={"pad": "x" * 3000}) for i in range(1, 40)])
+    world.grow([_event(i, data={"text": "x" * 3000}) for i in range(1, 40)])
     raw = bytearray(world.db.read_bytes())
     page = 4096
     raw[-page:] = b"\xa5" * page  # the last page (events rows) overwritten with garbage
@@ -150,14 +152,15 @@ def test_a_lying_kind_column_is_detected(world: World):
 
 def test_a_nested_evidence_kind_in_data_is_not_taken_for_an_evidence_event(world: World):
     nested = {"note": {"kind": "evidence.stored"}, "x": {"kind": "evidence.stored"}}
-    world.grow([_event(1, data=nested)])
+    world.grow([_event(1, kind=EventKind.VERIFIER_DECISION, data=nested)])
     report = world.verify()
     assert report.ok, report.problems
     assert report.evidence_checked == 0
 
 
 def test_an_evidence_event_with_a_non_text_digest_is_reported_not_crashed(world: World):
-    world.grow([_event(1, kind=EventKind.EVIDENCE_STORED, data={"digest": {"a": 1}})])
+    honest = _event(1, kind=EventKind.EVIDENCE_STORED, data={"what": "blob", "digest": "ab" * 32})
+    world.grow([forge(honest, {"digest": {"a": 1}})])  # stored as an owner writes it
     report = world.verify()
     assert not report.ok
     assert "not text" in report.problems[0]
@@ -167,7 +170,8 @@ def test_real_evidence_is_still_checked(world: World):
     store = world.store()
     digest = store.put_evidence(b"payload")
     store.close()
-    world.grow([_event(1, kind=EventKind.EVIDENCE_STORED, data={"digest": digest})])
+    world.grow([_event(1, kind=EventKind.EVIDENCE_STORED,
+                       data={"what": "payload", "digest": digest})])
     report = world.verify()
     assert report.ok
     assert report.evidence_checked == 1
@@ -179,7 +183,7 @@ def test_a_trailing_newline_in_an_event_field_is_refused(field: str, value: str)
     kwargs: dict = {"actor": "tester", "at": "2026-12-01T10:00:00.000000Z", "attempt": "a-1"}
     kwargs[field] = value
     with pytest.raises(InputError):
-        NewEvent.make(EventKind.COMMENT_ADDED, {}, **kwargs)
+        NewEvent.make(EventKind.COMMENT_ADDED, {"text": "x"}, **kwargs)
 
 
 @pytest.fixture

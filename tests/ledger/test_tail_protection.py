@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ledger._tamper import ORIGIN, SqliteAttacker, template_event
+from tests.ledger._tamper import ORIGIN, SqliteAttacker, forged, template_event
 from triz_ri_smart_ai_evaluator.errors import IntegrityError
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import NoteSigner, generate_signer
 from triz_ri_smart_ai_evaluator.ledger.events import GENESIS_PREV, NewEvent, seal
@@ -96,8 +96,9 @@ def reseal_tail(a: SqliteAttacker, first: int, change: dict[str, object]) -> Non
         if seq >= first:
             fields = json.loads(body)
             data = dict(fields["data"], **(change if seq == first else {}))
-            new = NewEvent.make(fields["kind"], data, actor=fields["actor"], at=fields["at"],
-                                attempt=fields["attempt"])
+            honest = NewEvent.make(fields["kind"], fields["data"], actor=fields["actor"],
+                                   at=fields["at"], attempt=fields["attempt"])
+            new = forged(honest, data)  # as the owner writes it, past NewEvent.make
             event = seal(new, seq=seq, prev=prev)
             a.sql("UPDATE {events} SET body = ?, leaf = ? WHERE seq = ?",
                   (event.body, event.leaf, seq))

@@ -365,7 +365,7 @@ def test_a_nested_evidence_kind_inside_data_is_not_an_evidence_event(
     tmp_path: Path, keys: tm.Keys, data: dict[str, Any]
 ) -> None:
     """Known bug (5): only the top-level kind makes an event an ``evidence.stored`` event."""
-    event = NewEvent.make("comment.added", data, actor="reviewer", at=tm.AT, attempt="att-1")
+    event = NewEvent.make("verifier.decision", data, actor="reviewer", at=tm.AT, attempt="att-1")
     store = _ledger_with(tmp_path, keys, [tm.template_event(1), event])
     report = safe_verify(store, log_key=keys.log_key)
     store.close()
@@ -380,7 +380,9 @@ def test_a_non_string_evidence_digest_is_reported_not_a_crash(
 ) -> None:
     """Known bug (6): an evidence.stored event whose digest is not a string is a problem
     naming that event, never an exception out of verify."""
-    odd = NewEvent.make("evidence.stored", {"digest": digest}, actor="harness", at=tm.AT)
+    honest = NewEvent.make("evidence.stored", {"what": "blob", "digest": "ab" * 32},
+                           actor="harness", at=tm.AT)
+    odd = tm.forged(honest, {"digest": digest})
     store = _ledger_with(tmp_path, keys, [tm.template_event(1), odd, tm.template_event(2)])
     report = safe_verify(store, log_key=keys.log_key)
     store.close()

@@ -44,7 +44,8 @@ def big_ledger(tmp_path, monkeypatch):
     store = open_sqlite_ledger(tmp_path / "l.db", tmp_path / "keys", every_events=97)
     now = datetime.now(UTC)
     events = [
-        NewEvent.make("measurement.raw", {"i": i}, actor="harness", at=now, attempt=f"a{i % 7}")
+        NewEvent.make("comment.added", {"text": f"event {i}"}, actor="harness", at=now,
+                      attempt=f"a{i % 7}")
         for i in range(3001)
     ]
     for i in range(0, len(events), 250):

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
+from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent, utc_stamp
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.provenance import (
     ComponentKey,
@@ -75,8 +75,14 @@ class World:
 
     def start_attempt(self, attempt: str = ATTEMPT, at: datetime = T0) -> None:
         """What the attempt harness writes (spec 10.1); the register only reads it."""
-        event = NewEvent.make(EventKind.ATTEMPT_INITIATED, {"task_class": "invoice"},
-                              actor="attempt-harness", at=at, attempt=attempt)
+        stamp = utc_stamp(at)
+        event = NewEvent.make(EventKind.ATTEMPT_INITIATED, {
+            "task_class": "invoice", "attempt_id": attempt, "task_version": "1",
+            "rules_version": "invoice/1", "functions": [], "indicators": [], "benchmarks": {},
+            "control_ids": [], "sources": {}, "policy_access": {}, "checklist": [],
+            "self_checks": [], "formula": "none", "verifier_version": "none",
+            "artefact_sha256": None, "started_at": stamp, "deadline": stamp},
+            actor="attempt-harness", at=at, attempt=attempt)
         self.store.append([event])
 
     def key(self, source_id: str) -> ComponentKey:

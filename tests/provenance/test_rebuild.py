@@ -160,7 +160,7 @@ def test_quarantine_of_other_subjects_is_left_to_other_modules(world: World) -> 
     provenance and must not break the register's rebuild."""
     world.source("bank-feed")
     _write(world, EventKind.QUARANTINE_CHANGED,
-           {"verifier": "v7", "status": "quarantined", "why": "exploit 31"})
+           {"subject": "verifier", "status": "quarantined", "reason": "v7: exploit 31"})
     before = world.register.state.snapshot()
     assert world.reopen().state.snapshot() == before
 

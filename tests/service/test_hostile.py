@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
+from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent, utc_stamp
 from triz_ri_smart_ai_evaluator.ledger.log import check_ledger, load_vkey, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.examples import bundled_candidates
@@ -99,7 +99,11 @@ def test_queued_runs_lost_in_a_kill_9_each_end_completed_or_errored(tmp_path: Pa
 
 def _initiated(store: SqliteStore, attempt: str, digest: str | None) -> None:
     store.append([NewEvent.make(EventKind.ATTEMPT_INITIATED, {
-        "task_class": PILOT_CLASS, "attempt_id": attempt, "artefact_sha256": digest},
+        "task_class": PILOT_CLASS, "attempt_id": attempt, "task_version": "1",
+        "rules_version": f"{PILOT_CLASS}/1", "functions": [], "indicators": [],
+        "benchmarks": {}, "control_ids": [], "sources": {}, "policy_access": {},
+        "checklist": [], "self_checks": [], "formula": "none", "verifier_version": "none",
+        "artefact_sha256": digest, "started_at": utc_stamp(AT), "deadline": utc_stamp(AT)},
         actor="policy-port", at=AT, attempt=attempt)])
 
 

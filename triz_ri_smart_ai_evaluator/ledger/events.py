@@ -117,10 +117,10 @@ class NewEvent:
         at: datetime | str,
         attempt: str | None = None,
     ) -> NewEvent:
-        """Build an event holding ``data``: the kind's payload model (``ledger.payloads``), or
-        during the move to typed payloads a plain JSON object, canonicalised as given and not
-        checked against the model (tests that write synthetic payloads).  Raises InputError for
-        an unknown kind, a model of another kind or a malformed field."""
+        """Build an event holding ``data``: the kind's payload model (``ledger.payloads``), or a
+        plain JSON object, which is checked against that model as strictly and then
+        canonicalised as given.  Raises InputError for an unknown kind, a model of another kind
+        or a field that does not fit (naming the kind and the field)."""
         kind_value = str(kind)
         if kind_value not in _KINDS:
             raise InputError(f"unknown event kind {kind_value!r}")
@@ -130,12 +130,14 @@ class NewEvent:
         for name, value in (("actor", actor), ("attempt", attempt)):
             if value is not None and not PLAIN_ID.fullmatch(value):
                 raise InputError(f"event {name} {value!r} is not a plain identifier")
-        if not isinstance(data, dict):
-            from .payloads import Payload, check_payload  # noqa: PLC0415 - payloads imports us
+        from .payloads import Payload, check_payload, verify_data  # noqa: PLC0415 - imports us
 
-            if not isinstance(data, Payload):
-                raise InputError("event data must be a JSON object")
+        if isinstance(data, dict):
+            verify_data(kind_value, data)
+        elif isinstance(data, Payload):
             data = check_payload(kind_value, data).to_data()
+        else:
+            raise InputError("event data must be a JSON object")
         return cls(kind_value, actor, stamp, attempt, canonical_json(data))
 
     def body(self, *, seq: int, prev: str) -> bytes:

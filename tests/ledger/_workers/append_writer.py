@@ -10,7 +10,8 @@ stdin, then appends batches of 1..K events (every fifth batch preceded by an evi
 ending with its ``evidence.stored`` event).  Only after ``append`` has returned - the commit is
 durable - it prints, in one flushed write, ``ack SEQ TAG N BATCH J K`` for each event of the
 batch: its position, its writer, its number, its batch, its index in the batch and the batch
-size, which the event's data repeats.  ``--events 0`` appends until killed; ``--pause-ms``
+size, which the event's data repeats (a ``comment.added`` text, the ``evidence.stored``
+``what``: :func:`record_of`).  ``--events 0`` appends until killed; ``--pause-ms``
 sleeps up to that long between batches (work between appends, so that writers interleave).
 """
 
@@ -18,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import random
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from triz_ri_smart_ai_evaluator.ledger.events import NewEvent
 from triz_ri_smart_ai_evaluator.ledger.log import load_log_signer, open_sqlite_ledger
@@ -38,6 +41,12 @@ def open_store(args: argparse.Namespace) -> LedgerStore:
     signer = load_log_signer(Path(args.keys))
     policy = CheckpointPolicy(signer, signer.name, args.every, 60.0, time.time)
     return PostgresStore.open(args.dsn, policy=policy, schema=args.schema)
+
+
+def record_of(data: dict[str, Any]) -> dict[str, Any]:
+    """What an event's ``data`` says about its writer: the ``comment.added`` text or the
+    ``evidence.stored`` ``what`` (a JSON object with ``tag``, ``n``, ``batch``, ``j``, ``k``)."""
+    return json.loads(data["text"] if "text" in data else data["what"])  # type: ignore[no-any-return]
 
 
 def main() -> None:
@@ -68,14 +77,14 @@ def main() -> None:
         meta = [(n + j, j) for j in range(size)]
         events = []
         for number, j in meta:
-            data = {"tag": args.tag, "n": number, "batch": batch, "j": j, "k": size,
-                    "pad": "x" * rng.randint(0, 300)}
-            kind = "measurement.raw"
+            record = json.dumps({"tag": args.tag, "n": number, "batch": batch, "j": j,
+                                 "k": size, "pad": "x" * rng.randint(0, 300)}, sort_keys=True)
+            kind, data = "comment.added", {"text": record}
             if batch % 5 == 4 and j == size - 1:
                 blob = f"{args.tag} evidence {batch}".encode()
-                data["digest"] = hashlib.sha256(blob).hexdigest()
                 store.put_evidence(blob)
                 kind = "evidence.stored"
+                data = {"what": record, "digest": hashlib.sha256(blob).hexdigest()}
             events.append(NewEvent.make(kind, data, actor=f"writer-{args.tag}", at=AT,
                                         attempt=f"att-{args.tag}"))
         seqs = store.append(events)
