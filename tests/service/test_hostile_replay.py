@@ -2,7 +2,7 @@
 
 A signed trusted request captured on the wire before the service stops is sent again after it
 starts on the same configuration: refused, and the ledger holds the decision once.  The nonces
-live in the ledger's database (``service/nonces.py``), not in the process.
+live in the ledger's database (``access/nonces.py``), not in the process.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from tests.service._server_process import ServerProcess
 from tests.service.conftest import Service
 from triz_ri_smart_ai_evaluator.access import Role
 from triz_ri_smart_ai_evaluator.access.enforce import Principal
+from triz_ri_smart_ai_evaluator.access.nonces import book_for
 from triz_ri_smart_ai_evaluator.access.trusted import sign_request
 from triz_ri_smart_ai_evaluator.ledger.events import parse_body
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
 from triz_ri_smart_ai_evaluator.service.auth import signed_headers
 from triz_ri_smart_ai_evaluator.service.client import PolicyClient, ServiceError
 from triz_ri_smart_ai_evaluator.service.config import init_service_dir, load_principal_key
-from triz_ri_smart_ai_evaluator.service.nonces import book_for
 
 CLASS = "document_step_faithfulness"
 TRIZ_EVAL = str(Path(sys.executable).parent / "triz-eval")

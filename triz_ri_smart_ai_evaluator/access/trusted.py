@@ -61,6 +61,7 @@ from ..signal.inputs import AttemptInputs
 from .backing import Catalogue, ControlSetStore, ScheduleBook
 from .enforce import AccessGuard, Principal, parse_action, parse_resource
 from .matrix import TRUSTED_ROLES, Action, Resource, Role, Scope
+from .nonces import book_for
 from .ports import (
     DEFAULT_LIMITS,
     Limits,
@@ -217,10 +218,8 @@ class TrustedPort:
                     run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Issue 11 item 2: an append carrying a ``request_id`` (signed with the payload) is
         done once; the same id and request again gets the first answer and appends nothing.
-        The answer is recorded in the same transaction as the events (service/nonces.py).
+        The answer is recorded in the same transaction as the events (access/nonces.py).
         Raises InputError for a malformed id or one reused for a different request."""
-        from ..service.nonces import book_for  # noqa: PLC0415 - the service's storage edge
-
         if not (isinstance(request_id, str) and len(request_id) <= 128
                 and is_plain_id(request_id)):
             raise InputError(f"{REQUEST_ID} must be a plain identifier of at most 128 characters")

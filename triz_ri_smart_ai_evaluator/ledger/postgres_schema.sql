@@ -308,7 +308,7 @@ END
 $fn$;
 
 -- Seen nonces and idempotent answers of signed trusted requests (issue 11 item 2; see
--- service/nonces.py).  Not part of the log: rows expire and are deleted, so the table has no
+-- access/nonces.py).  Not part of the log: rows expire and are deleted, so the table has no
 -- append-only trigger; the writer reaches it only through the two functions below.
 CREATE TABLE IF NOT EXISTS @schema@.nonces (
     principal text NOT NULL,

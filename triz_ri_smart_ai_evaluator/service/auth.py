@@ -29,6 +29,7 @@ from datetime import datetime
 
 from ..access.enforce import Principal
 from ..access.matrix import Role
+from ..access.nonces import NonceBook, book_for
 from ..canonical import canonical_json
 from ..errors import EvaluatorError
 from ..provenance.confirmation import ComponentKey, is_valid_signature
@@ -41,7 +42,6 @@ from ..provenance.models import (
 from ..provenance.register import ProvenanceRegister
 from ..rules.indicators import PolicyAccess
 from .config import ServiceConfig, TrustedPrincipal
-from .nonces import NonceBook, book_for
 
 DOMAIN = "triz-ri-smart-ai-evaluator/service/request/v1"
 WINDOW_SECONDS = 300
