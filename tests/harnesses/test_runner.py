@@ -3,6 +3,7 @@ harness object and a real SQLite ledger: no sandbox needed, so every path runs i
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import sys
@@ -176,8 +177,6 @@ def _open(store: LedgerStore, artefact: bytes) -> str:
 
 
 def _sha256(data: bytes) -> str:
-    import hashlib
-
     return hashlib.sha256(data).hexdigest()
 
 

@@ -19,6 +19,9 @@ from typing import Any
 
 import jinja2
 
+# The bundle JSON every class writes; pilot code reaches it as report.json_bytes.
+from ..harnesses.runner import json_bytes as json_bytes  # noqa: PLC0414 - a re-export
+
 _PACKAGES = ("triz-ri-smart-ai-evaluator", "flask", "gunicorn", "aiosmtpd", "httpx", "faker")
 
 
@@ -60,10 +63,6 @@ def tool_versions() -> dict[str, str | None]:
         except (OSError, subprocess.SubprocessError, IndexError):
             out[name] = None
     return out
-
-
-def json_bytes(doc: Any) -> bytes:
-    return (json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
 
 
 def jsonl_bytes(rows: Sequence[Mapping[str, Any]]) -> bytes:
