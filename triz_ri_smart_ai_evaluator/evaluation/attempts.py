@@ -55,7 +55,7 @@ from ..signal.calculator import SignalCalculator
 from ..signal.escrow import Settlement, settle_escrow
 from ..signal.inputs import AttemptInputs, Measurement
 from ..signal.result import Signal
-from . import instances
+from . import instances, loop
 
 __all__ = [
     "HARNESS",
@@ -395,6 +395,8 @@ def _write_award(
                                 mode=award.mode, verified=award.verified)
     if quarantined:
         included = included.model_copy(update={"quarantined": True})
+    # spec 4.7, 9.8, 9.11, 9.19 (issue 15): the class's operating mode and pressure limit.
+    included = loop.training_decision(store, pinned.task_class.id, included, at)
     out.append(_ev(EventKind.TRAINING_INCLUDED, included, attempt=attempt_id, at=at))
     out.append(
         _ev(

@@ -58,6 +58,20 @@ class Controls:
     data: bytes
     count: int
     state: Any = None
+    #: One fingerprint per case (a hex digest of what identifies it), published after the
+    #: award in ``control.revealed``; a case once published is retired from later draws
+    #: (spec 9.6, 8.10).  Empty: the class does not fingerprint its cases.
+    cases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One attempt's pass fraction on the known (public) suite beside its fresh hidden control
+    (spec 4.7, 9.8, 11.16): what the divergence monitor compares.  Fractions are
+    ``"part/whole"`` strings; a suite with no case is not an observation (give None)."""
+
+    known: str
+    hidden: str
 
 
 @dataclass(slots=True)
@@ -84,6 +98,8 @@ class Outcome:
     decision: dict[str, Any] = field(default_factory=dict)
     #: The class's own, for its :meth:`Harness.publish`.
     state: Any = None
+    #: Known suite against hidden control, for the divergence monitor (None: not measured).
+    observation: Observation | None = None
 
 
 class RunContext(Protocol):
@@ -115,6 +131,12 @@ class RunContext(Protocol):
     def rules(self) -> PinnedRules:
         """The rules the attempt is judged under (pinned when it started, spec 10.5): a class
         measures only the indicators and checklist items these rules declare."""
+        ...
+
+    @property
+    def red_team(self) -> Mapping[str, Any] | None:
+        """The class's latest passing red-team report (``audit.report``) for these rules and
+        this harness version, or None (pilot 7, 11: ``pilot_pass`` needs it)."""
         ...
 
     def evidence(self, what: str, data: bytes, **extra: Any) -> str:

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from .._clock import now_utc
 from .._io import write_atomic
 from ..errors import EvaluatorError, InputError
-from ..evaluation import attempts
+from ..evaluation import attempts, loop
 from ..ledger.checkpoint import NoteSigner, sign_note
 from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
 from ..ledger.payloads import (
@@ -100,6 +100,7 @@ class _Context:
     bundle: Path
     options: RunOptions
     rules: PinnedRules
+    red_team: Mapping[str, Any] | None = None
 
     def evidence(self, what: str, data: bytes, **extra: Any) -> str:
         return store_evidence(self.store, self.attempt_id, what, data, **extra)
@@ -201,7 +202,9 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
     controls = harness.draw_controls(seed, options.size)
     store_evidence(store, attempt_id, "control_set", controls.data, scenarios=controls.count)
     bundle.mkdir(parents=True, exist_ok=True)
-    ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options, pinned)
+    ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options, pinned,
+                   loop.passing_audit(store, harness.task_class, pinned.version,
+                                      harness.version))
     outcome = harness.execute(ctx, prepared, controls)
     elapsed = time.monotonic() - started
     if outcome.quarantine:

@@ -358,6 +358,13 @@ class TrainingIncluded(Payload):
     mode: str
     verified: bool
     quarantined: bool | None = None
+    #: The class's operating mode when a loop decision (spec 4.7, 9.8, 9.11) withheld the
+    #: attempt, and why; absent when nothing of the loop withheld it.
+    task_class: str | None = None
+    class_mode: str | None = None
+    withheld: str | None = None
+    #: A later notice to training consumers: drop this attempt (spec 9.11 step 2; issue 15).
+    recall: str | None = None
 
 
 class RulesPublished(Payload):
@@ -457,6 +464,120 @@ class LedgerTamperDetected(Payload):
     size: int
 
 
+# -- loop protection (spec 9; issue 15) ----------------------------------------------------
+Mode = Literal["training", "limited", "shadow", "suspended", "shut_down"]
+
+
+class Signed(Payload):
+    """Who asked, when a request came through the trusted port (all four or none)."""
+
+    by: str | None = None
+    request: str | None = None
+    key_id: str | None = None
+    signature: str | None = None
+
+
+class ClassModeChanged(Signed):
+    """``class.mode_changed``: the mode a class's signals are used in from now on.  ``cause``
+    says who decided (the owner, the divergence monitor, the exploit procedure, a drill, the
+    pressure limit is not a mode); ``drill`` marks planned drills (spec 9.19: not counted as a
+    reduction in policy performance)."""
+
+    task_class: str
+    mode: Mode
+    previous: Mode
+    cause: Literal["owner", "divergence", "exploit", "recovery", "drill", "rollback"]
+    reason: str
+    drill: bool = False
+    rules_version: str | None = None
+    exploit: str | None = None
+    #: The pressure limit of a ``limited`` class (spec 4.7, 9.8): at most ``max_included``
+    #: attempts go into training per ``per_seconds``.
+    max_included: int | None = None
+    per_seconds: int | None = None
+
+
+class ControlObservation(Payload):
+    """``control.observation``: the attempt's pass fraction on the known suite and on its
+    fresh hidden control (decimal strings in [0, 1]), in the class's loop subject."""
+
+    task_class: str
+    attempt: str
+    known: str
+    hidden: str
+    known_cases: int
+    hidden_cases: int
+
+
+class ControlRevealed(Payload):
+    """``control.revealed``: the seed drawn for the attempt and the fingerprints of its cases,
+    published after the award; the cases are retired from every later draw (9.6)."""
+
+    task_class: str
+    seed_hex: str
+    commitment: str
+    cases: Texts
+    redraws: int = 0
+
+
+class DivergenceChecked(Payload):
+    """``divergence.checked``: the monitor's test over a window of observations."""
+
+    task_class: str
+    settings: str
+    attempts: Texts
+    pairs: int
+    known_mean: str
+    hidden_mean: str
+    gap: str
+    known_ahead: int
+    hidden_ahead: int
+    p_value: str
+    alpha: str
+    min_gap: str
+    tripped: bool
+    reason: str
+
+
+class AuditReport(Payload):
+    """``audit.report``: a red-team campaign's signed report (9.13: budget, attempts, attacks,
+    success criterion and the permitted statement)."""
+
+    task_class: str
+    campaign: str
+    rules_version: str
+    harness_version: str
+    budget: JsonObject
+    spent: JsonObject
+    tried: int
+    caught: int
+    exploits: Objects
+    stopped: str | None
+    statement: str
+    passed: bool
+    report_sha256: str
+    signature: str | None = None
+
+
+class ExploitStep(Signed):
+    """``exploit.step``: one step of the 9.11 procedure for exploit ``exploit``."""
+
+    exploit: str
+    task_class: str
+    step: Literal["confirmed", "signal_stopped", "quarantined", "consumers_notified",
+                  "transfer_tested", "reaudited", "readmitted", "held"]
+    details: JsonObject
+
+
+class DrillCompleted(Signed):
+    """``drill.completed``: what a corrigibility drill did and what the ledger showed."""
+
+    task_class: str
+    drill: Literal["pause", "rollback", "shutdown"]
+    passed: bool
+    checks: Objects
+
+
 K = EventKind
 #: The one mapping from an event kind to the type of its data.
 PAYLOADS: dict[EventKind, Any] = {
@@ -490,6 +611,13 @@ PAYLOADS: dict[EventKind, Any] = {
     K.GATE_TRANSITION: GateTransition,
     K.INJECTION_DETECTED: InjectionDetected,
     K.LEDGER_TAMPER_DETECTED: LedgerTamperDetected,
+    K.CLASS_MODE_CHANGED: ClassModeChanged,
+    K.CONTROL_OBSERVATION: ControlObservation,
+    K.CONTROL_REVEALED: ControlRevealed,
+    K.DIVERGENCE_CHECKED: DivergenceChecked,
+    K.AUDIT_REPORT: AuditReport,
+    K.EXPLOIT_STEP: ExploitStep,
+    K.DRILL_COMPLETED: DrillCompleted,
 }
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {k.value: TypeAdapter(t) for k, t in PAYLOADS.items()}
 

@@ -16,6 +16,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Context, Decimal, DivisionByZero, InvalidOperation, Overflow
 from fractions import Fraction
 from typing import Any
@@ -497,6 +498,16 @@ def _rework(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _LoopView:
+    """What an award saw of its class's loop: the last mode change (time, data), the times of
+    the class's earlier inclusions, and the award's own time."""
+
+    change: tuple[str, dict[str, Any]] | None
+    included: list[str]
+    at: str
+
+
 @dataclass(slots=True)
 class _Ledger:
     """What recompute reads from the log, per attempt, in one pass."""
@@ -512,6 +523,11 @@ class _Ledger:
     awarded: list[str] = field(default_factory=list)  # in ledger order
     #: Attempts quarantined before their award (pilot 12): never included in training.
     quarantined: set[str] = field(default_factory=set)
+    #: The last ``class.mode_changed`` of each class, and when each class's attempts went into
+    #: training, as read so far; each award's view of them (issue 15).
+    modes: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    included_at: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    loop_at: dict[str, _LoopView] = field(default_factory=dict)
 
     def read(self, ev: dict[str, Any]) -> None:
         kind, data, attempt = ev["kind"], ev["data"], ev["attempt"]
@@ -530,11 +546,42 @@ class _Ledger:
             self.quarantined.add(attempt)
         elif kind == "evidence.stored" and "award.decision" not in self.written[attempt]:
             self.stored[attempt].append((data, ev["actor"]))  # only what the award could see
+        elif kind == "class.mode_changed":
+            self.modes[str(data["task_class"])] = (str(ev["at"]), data)
         elif kind in ("evidence.resolved", "indicators.computed", "award.decision",
                       "training.included"):
+            if kind == "training.included" and kind not in self.written[attempt]:
+                cls = str(self.initiated.get(attempt, {}).get("task_class"))
+                self.loop_at[attempt] = _LoopView(self.modes.get(cls),
+                                                  list(self.included_at[cls]), str(ev["at"]))
+                if data.get("included") is True:
+                    self.included_at[cls].append(str(ev["at"]))
             self.written[attempt].setdefault(kind, data)
             if kind == "award.decision":
                 self.awarded.append(attempt)
+
+
+def _loop_decision(training: dict[str, Any], task_class: str, view: _LoopView | None
+                   ) -> dict[str, Any]:
+    """The loop's part of the training decision (spec 4.7, 9.8, 9.11, 9.19), from the class's
+    last mode change and its earlier inclusions as the award saw them."""
+    training = {**training, "task_class": task_class}
+    if not training["included"] or view is None or view.change is None:
+        return training
+    since, change = view.change
+    mode, why = str(change["mode"]), f"{change['cause']}: {change['reason']}"
+    withheld = None
+    if mode in ("shut_down", "suspended", "shadow"):
+        withheld = f"class {mode} since {since}: {why}"
+    elif mode == "limited" and change.get("max_included") is not None:
+        cap, per = int(change["max_included"]), int(change["per_seconds"])
+        start = (datetime.fromisoformat(view.at) - timedelta(seconds=per)).strftime(
+            "%Y-%m-%dT%H:%M:%S.%fZ")
+        if sum(1 for t in view.included if t >= start) >= cap:
+            withheld = f"pressure limit: {cap} attempts per {per} s reached"
+    if withheld is None:
+        return training
+    return {**training, "included": False, "class_mode": mode, "withheld": withheld}
 
 
 def recompute_ledger(store: LedgerStore) -> RecomputeReport:
@@ -575,6 +622,7 @@ def recompute_ledger(store: LedgerStore) -> RecomputeReport:
             "mode": award["mode"], "verified": award["verified"]}
         if attempt in log.quarantined:
             training["quarantined"] = True
+        training = _loop_decision(training, str(init["task_class"]), log.loop_at.get(attempt))
         stored = log.written[attempt]
         bad = [
             kind
