@@ -25,6 +25,8 @@ class _Whitelist:
 # -- typer commands: registered by @<group>.command(...), called by typer ---------------------
 typer_command = _Whitelist()
 typer_command.catalogue_list  # cli/catalogue.py
+typer_command.loop_status  # cli/loop.py
+typer_command.loop_mode  # cli/loop.py
 typer_command.catalogue_show  # cli/catalogue.py
 typer_command.catalogue_validate  # cli/catalogue.py
 typer_command.catalogue_schema  # cli/catalogue.py
@@ -102,9 +104,9 @@ pydantic.protection  # rules/task_class.py: Threat.protection (spec 2.10)
 pydantic.threat_model  # rules/task_class.py: TaskClass.threat_model (spec 2.10)
 # Ledger payload fields (ledger/payloads.py): written into the recorded event's data
 pydantic.submitted_by  # ledger/payloads.py
+pydantic.class_mode  # ledger/payloads.py: set through model_copy(update=...) in evaluation/loop
 pydantic.via  # ledger/payloads.py
 pydantic.stored_by  # ledger/payloads.py
-pydantic.subject  # ledger/payloads.py
 pydantic.candidate_sha256  # ledger/payloads.py
 pydantic.matrix_version  # ledger/payloads.py
 pydantic.planner  # verifier/pipeline.py: the task file's roles.planner (optional)

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from triz_ri_smart_ai_evaluator.errors import ExternalError, InputError
-from triz_ri_smart_ai_evaluator.evaluation import attempts
+from triz_ri_smart_ai_evaluator.evaluation import attempts, loop
 from triz_ri_smart_ai_evaluator.harnesses import runner
 from triz_ri_smart_ai_evaluator.harnesses.protocol import (
     Controls,
+    Observation,
     Outcome,
     Prepared,
     RunContext,
@@ -225,3 +226,54 @@ def test_candidate_evidence_the_ledger_refuses_ends_the_attempt_errored(store, t
     assert result.status == "errored"
     assert "no_such_field" in result.summary["error"]
     assert _kinds(store, result.attempt_id) == ["attempt.initiated", "attempt.errored"]
+
+
+def test_a_class_the_owner_shut_down_runs_no_new_attempt(store, tmp_path):
+    # spec 9.19, issue 15: shutting a class down is the owner's, and nothing runs afterwards.
+    loop.set_mode(store, HARNESS.task_class, "shut_down", cause="owner", reason="drill",
+                  at=datetime.now(UTC))
+    before = store.size()
+    with pytest.raises(InputError, match="shut down"):
+        runner.run(HARNESS, _candidate(tmp_path, "add"), store, tmp_path / "runs",
+                   RunOptions(size=8))
+    assert store.size() == before
+
+
+@dataclass
+class _Observing(ToySumHarness):
+    """The toy harness that reports a known-suite against hidden-control observation."""
+
+    known: str = "5/5"
+
+    def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:
+        outcome = super().execute(ctx, prepared, controls)
+        outcome.observation = Observation(known=self.known, hidden="2/8")
+        return outcome
+
+
+def test_an_observation_is_recorded_in_the_class_subject_after_the_award(store, tmp_path):
+    result = runner.run(_Observing(), _candidate(tmp_path, "add"), store, tmp_path / "runs",
+                        RunOptions(size=8))
+    [seen] = [e.data for e in store.attempt_events(loop.subject(HARNESS.task_class))]
+    assert seen == {"task_class": HARNESS.task_class, "attempt": result.attempt_id,
+                    "known": "5/5", "hidden": "2/8", "known_cases": 5, "hidden_cases": 8}
+
+
+def test_a_malformed_observation_ends_the_attempt_errored(store, tmp_path):
+    result = runner.run(_Observing(known="6/5"), _candidate(tmp_path, "add"), store,
+                        tmp_path / "runs", RunOptions(size=8))
+    assert result.status == "errored"
+    assert "not a fraction part/whole" in result.summary["error"]
+    assert "award.decision" not in _kinds(store, result.attempt_id)
+
+
+def test_an_opened_attempt_of_a_class_shut_down_since_ends_errored(store, tmp_path):
+    candidate = _candidate(tmp_path, "add")
+    attempt_id = _open(store, candidate.read_bytes())
+    loop.set_mode(store, HARNESS.task_class, "shut_down", cause="owner", reason="drill",
+                  at=datetime.now(UTC))
+    result = runner.run(HARNESS, candidate, store, tmp_path / "runs",
+                        RunOptions(size=8, attempt_id=attempt_id))
+    assert result.status == "errored"
+    assert "shut down" in result.summary["error"]
+    assert _kinds(store, attempt_id)[-1] == "attempt.errored"

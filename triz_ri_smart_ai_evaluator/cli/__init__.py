@@ -51,6 +51,9 @@ def _register_trust_record() -> None:
     app.add_typer(witness_app, name="witness", no_args_is_help=True)
     app.add_typer(attempt_app, name="attempt", no_args_is_help=True)
     app.add_typer(escrow_app, name="escrow", no_args_is_help=True)
+    from .loop import loop_app  # noqa: PLC0415
+
+    app.add_typer(loop_app, name="loop", no_args_is_help=True)
     from .harness import attempt_run_command, pilot_app  # noqa: PLC0415
 
     attempt_app.command("run")(attempt_run_command)

@@ -130,21 +130,18 @@ def refuse_if_shut_down(store: LedgerStore, task_class: str) -> None:
 
 
 def _tail(store: LedgerStore, since: str, page: int = 512) -> Iterator[dict[str, Any]]:
-    """The log's event bodies stamped at or after ``since``, newest first (events are appended
-    in time order, so the scan stops at the first one that reaches back before ``since``)."""
-    slack = utc_stamp(datetime.fromisoformat(since) - timedelta(seconds=60))
+    """The log's event bodies stamped at or after ``since``, newest first.  Events are appended
+    in about time order, but a writer may stamp a few with an earlier time (a backdated
+    measurement, concurrent writers): the scan stops only at a whole page older than
+    ``since``."""
     end = store.size()
     while end >= 1:
         start = max(1, end - page + 1)
         chunk = [parse_body(body, seq=seq) for seq, body in store.scan(start, end)]
-        for fields in reversed(chunk):
-            if fields["at"] < since:
-                # Concurrent writers may stamp a few events out of order: look a little
-                # further back before stopping, and count only what is in the window.
-                if fields["at"] < slack:
-                    return
-                continue
-            yield fields
+        recent = [fields for fields in reversed(chunk) if fields["at"] >= since]
+        if not recent:
+            return
+        yield from recent
         end = start - 1
 
 
@@ -189,18 +186,3 @@ def record_observation(store: LedgerStore, task_class: str, attempt_id: str, *, 
     return store.append([NewEvent.make(EventKind.CONTROL_OBSERVATION, data, actor=ACTOR, at=at,
                                        attempt=subject(task_class))])[-1]
 
-
-def passing_audit(store: LedgerStore, task_class: str, rules_version: str,
-                  harness_version: str) -> dict[str, Any] | None:
-    """The class's latest red-team report for exactly these rules and harness versions, if it
-    passed (spec 11.23: acceptance holds only for the version and budget it was given; a later
-    failing report for the same versions withdraws it).  Reports are ``audit.report`` events
-    in the class's loop subject."""
-    latest = None
-    for ev in class_events(store, task_class):
-        if ev.kind != EventKind.AUDIT_REPORT.value:
-            continue
-        data = ev.data
-        if data["rules_version"] == rules_version and data["harness_version"] == harness_version:
-            latest = {**data, "seq": ev.seq, "at": ev.at}
-    return latest if latest is not None and latest["passed"] is True else None

@@ -58,10 +58,6 @@ class Controls:
     data: bytes
     count: int
     state: Any = None
-    #: One fingerprint per case (a hex digest of what identifies it), published after the
-    #: award in ``control.revealed``; a case once published is retired from later draws
-    #: (spec 9.6, 8.10).  Empty: the class does not fingerprint its cases.
-    cases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +127,6 @@ class RunContext(Protocol):
     def rules(self) -> PinnedRules:
         """The rules the attempt is judged under (pinned when it started, spec 10.5): a class
         measures only the indicators and checklist items these rules declare."""
-        ...
-
-    @property
-    def red_team(self) -> Mapping[str, Any] | None:
-        """The class's latest passing red-team report (``audit.report``) for these rules and
-        this harness version, or None (pilot 7, 11: ``pilot_pass`` needs it)."""
         ...
 
     def evidence(self, what: str, data: bytes, **extra: Any) -> str:

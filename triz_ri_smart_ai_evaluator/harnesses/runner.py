@@ -100,7 +100,6 @@ class _Context:
     bundle: Path
     options: RunOptions
     rules: PinnedRules
-    red_team: Mapping[str, Any] | None = None
 
     def evidence(self, what: str, data: bytes, **extra: Any) -> str:
         return store_evidence(self.store, self.attempt_id, what, data, **extra)
@@ -148,6 +147,14 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
                          f"{harness.min_size}")
     opened = None if options.attempt_id is None else _open_attempt(store, harness,
                                                                     options.attempt_id)
+    try:
+        # spec 9.19 (issue 15): a class the owner shut down runs no new attempt; one the policy
+        # port opened before the shutdown ends errored, never left open.
+        loop.refuse_if_shut_down(store, harness.task_class)
+    except InputError as e:
+        if opened is None:
+            raise
+        return _errored(store, opened.attempt_id, bundle_root, e.diagnostics(), "shut_down")
     support = probe_isolation() if harness.sandboxed and not options.unsafe_degraded else None
     if support is not None and not support.available:
         # Refuse before anything runs: without isolation there is no training-grade signal.
@@ -202,9 +209,7 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
     controls = harness.draw_controls(seed, options.size)
     store_evidence(store, attempt_id, "control_set", controls.data, scenarios=controls.count)
     bundle.mkdir(parents=True, exist_ok=True)
-    ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options, pinned,
-                   loop.passing_audit(store, harness.task_class, pinned.version,
-                                      harness.version))
+    ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options, pinned)
     outcome = harness.execute(ctx, prepared, controls)
     elapsed = time.monotonic() - started
     if outcome.quarantine:
@@ -222,8 +227,15 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
         store.append([event(EventKind.COMMENT_ADDED, CommentAdded(
             text=f"isolation degraded ({outcome.degraded_reason}): not a training-grade "
                  "signal"), attempt_id)])
+    seen = outcome.observation
+    cases = None if seen is None else (_whole(seen.known), _whole(seen.hidden))  # before award
     signal = attempts.evaluate(store, pinned, outcome.inputs, attempt_id=attempt_id,
                                at=now_utc())
+    if seen is not None and cases is not None:
+        # spec 4.7, 9.8: the known suite beside the hidden control, for the divergence monitor.
+        loop.record_observation(store, harness.task_class, attempt_id, known=seen.known,
+                                hidden=seen.hidden, known_cases=cases[0],
+                                hidden_cases=cases[1], at=now_utc())
     summary = {
         "attempt_id": attempt_id, "task_class": harness.task_class, "status": "completed",
         "candidate_digest": prepared.digest,
@@ -247,6 +259,14 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
     harness.publish(bundle, outcome, summary, signal)
     return RunResult(attempt_id, prepared.digest, "completed", signal, summary, bundle,
                      outcome.findings, outcome.metrics)
+
+
+def _whole(fraction: str) -> int:
+    """The number of cases of a ``"part/whole"`` fraction.  Raises InputError otherwise."""
+    part, _, whole = fraction.partition("/")
+    if not (part.isdigit() and whole.isdigit() and int(whole) > 0 and int(part) <= int(whole)):
+        raise InputError(f"observation {fraction!r} is not a fraction part/whole of cases")
+    return int(whole)
 
 
 def manifest(files: Mapping[str, bytes], signer: NoteSigner | None, task_class: str) -> bytes:

@@ -79,17 +79,6 @@ class EventKind(StrEnum):
     CLASS_MODE_CHANGED = "class.mode_changed"
     #: One attempt's score on the known (public) suite beside its fresh hidden control (4.7).
     CONTROL_OBSERVATION = "control.observation"
-    #: The seed of an attempt's control set and its case fingerprints, after the award: the
-    #: cases are exposed from now on and retired (spec 9.6, 8.10).
-    CONTROL_REVEALED = "control.revealed"
-    #: One run of the divergence monitor over a class's window (spec 4.7, 9.8, 11.16).
-    DIVERGENCE_CHECKED = "divergence.checked"
-    #: A signed red-team campaign report (spec 9.12-9.14, 11.23; pilot 11).
-    AUDIT_REPORT = "audit.report"
-    #: One step of the exploit quarantine and recovery procedure (spec 9.10, 9.11, 11.22).
-    EXPLOIT_STEP = "exploit.step"
-    #: A corrigibility drill's checked result (spec 9.19, 11.25).
-    DRILL_COMPLETED = "drill.completed"
 
 
 #: Outcome kinds: an attempt with one of these is finished (the reconciler leaves it alone).

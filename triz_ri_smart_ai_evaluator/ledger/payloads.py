@@ -509,75 +509,6 @@ class ControlObservation(Payload):
     hidden_cases: int
 
 
-class ControlRevealed(Payload):
-    """``control.revealed``: the seed drawn for the attempt and the fingerprints of its cases,
-    published after the award; the cases are retired from every later draw (9.6)."""
-
-    task_class: str
-    seed_hex: str
-    commitment: str
-    cases: Texts
-    redraws: int = 0
-
-
-class DivergenceChecked(Payload):
-    """``divergence.checked``: the monitor's test over a window of observations."""
-
-    task_class: str
-    settings: str
-    attempts: Texts
-    pairs: int
-    known_mean: str
-    hidden_mean: str
-    gap: str
-    known_ahead: int
-    hidden_ahead: int
-    p_value: str
-    alpha: str
-    min_gap: str
-    tripped: bool
-    reason: str
-
-
-class AuditReport(Payload):
-    """``audit.report``: a red-team campaign's signed report (9.13: budget, attempts, attacks,
-    success criterion and the permitted statement)."""
-
-    task_class: str
-    campaign: str
-    rules_version: str
-    harness_version: str
-    budget: JsonObject
-    spent: JsonObject
-    tried: int
-    caught: int
-    exploits: Objects
-    stopped: str | None
-    statement: str
-    passed: bool
-    report_sha256: str
-    signature: str | None = None
-
-
-class ExploitStep(Signed):
-    """``exploit.step``: one step of the 9.11 procedure for exploit ``exploit``."""
-
-    exploit: str
-    task_class: str
-    step: Literal["confirmed", "signal_stopped", "quarantined", "consumers_notified",
-                  "transfer_tested", "reaudited", "readmitted", "held"]
-    details: JsonObject
-
-
-class DrillCompleted(Signed):
-    """``drill.completed``: what a corrigibility drill did and what the ledger showed."""
-
-    task_class: str
-    drill: Literal["pause", "rollback", "shutdown"]
-    passed: bool
-    checks: Objects
-
-
 K = EventKind
 #: The one mapping from an event kind to the type of its data.
 PAYLOADS: dict[EventKind, Any] = {
@@ -613,11 +544,6 @@ PAYLOADS: dict[EventKind, Any] = {
     K.LEDGER_TAMPER_DETECTED: LedgerTamperDetected,
     K.CLASS_MODE_CHANGED: ClassModeChanged,
     K.CONTROL_OBSERVATION: ControlObservation,
-    K.CONTROL_REVEALED: ControlRevealed,
-    K.DIVERGENCE_CHECKED: DivergenceChecked,
-    K.AUDIT_REPORT: AuditReport,
-    K.EXPLOIT_STEP: ExploitStep,
-    K.DRILL_COMPLETED: DrillCompleted,
 }
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {k.value: TypeAdapter(t) for k, t in PAYLOADS.items()}
 

@@ -1,0 +1,75 @@
+"""``triz-eval loop``: a task class's operating mode for training (spec 4.7, 9.8, 9.11, 9.19).
+
+The owner decides, on the trusted side, whether a class's signals go into training: ``shadow``
+and ``suspended`` keep them out while attempts are still measured and recorded, ``shut_down``
+stops new attempts, and ``limited`` caps how many attempts per unit time go into training (the
+pressure limit).  Every change is a ``class.mode_changed`` event with its reason, and
+``ledger recompute`` replays the training decisions from them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from .._clock import now_utc
+from ..evaluation import loop
+from ..ledger.log import open_sqlite_ledger
+from ..rules.loader import load_catalogue
+from .options import DEFAULT_DB, DbOpt, JsonOpt, TaskClassOpt
+
+loop_app = typer.Typer(help="Loop protection: a class's operating mode and pressure limit.")
+out = Console()
+
+ModeOpt = Annotated[str, typer.Option("--mode", help=f"One of: {', '.join(loop.MODES)}.")]
+ReasonOpt = Annotated[str, typer.Option("--reason", help="Why (recorded in the ledger).")]
+MaxOpt = Annotated[int | None, typer.Option(
+    "--max-included", min=0, help="limited only: at most this many attempts into training ...")]
+PerOpt = Annotated[int | None, typer.Option(
+    "--per-seconds", min=1, help="... per this many seconds (the pressure limit).")]
+
+
+def _known(task_class: str) -> None:
+    if task_class not in load_catalogue():
+        raise typer.BadParameter(f"unknown task class {task_class!r}", param_hint="--task-class")
+
+
+@loop_app.command("status")
+def loop_status(task_class: TaskClassOpt, db: DbOpt = DEFAULT_DB,
+                as_json: JsonOpt = False) -> None:
+    """Print the class's operating mode, since when and why."""
+    _known(task_class)
+    ledger = open_sqlite_ledger(db, read_only=True)
+    try:
+        state = loop.class_state(ledger, task_class)
+    finally:
+        ledger.close()
+    if as_json:
+        doc = {"task_class": state.task_class, "mode": state.mode, "previous": state.previous,
+               "cause": state.cause, "reason": state.reason, "since": state.since,
+               "seq": state.seq, "max_included": state.max_included,
+               "per_seconds": state.per_seconds}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        out.print(state.describe(), highlight=False)
+
+
+@loop_app.command("mode")
+def loop_mode(task_class: TaskClassOpt, mode: ModeOpt, reason: ReasonOpt,
+              max_included: MaxOpt = None, per_seconds: PerOpt = None,
+              db: DbOpt = DEFAULT_DB) -> None:
+    """Set the class's operating mode (the owner's decision, recorded with its reason)."""
+    _known(task_class)
+    ledger = open_sqlite_ledger(db)
+    try:
+        seq = loop.set_mode(ledger, task_class, mode, cause="owner", reason=reason,
+                            at=now_utc(), actor="owner", max_included=max_included,
+                            per_seconds=per_seconds)
+        state = loop.class_state(ledger, task_class)
+    finally:
+        ledger.close()
+    out.print(f"seq {seq}: {state.describe()}", highlight=False)
