@@ -27,6 +27,7 @@ typer_command = _Whitelist()
 typer_command.catalogue_list  # cli/catalogue.py
 typer_command.loop_status  # cli/loop.py
 typer_command.loop_mode  # cli/loop.py
+typer_command.loop_monitor  # cli/loop.py
 typer_command.catalogue_show  # cli/catalogue.py
 typer_command.catalogue_validate  # cli/catalogue.py
 typer_command.catalogue_schema  # cli/catalogue.py
@@ -104,6 +105,11 @@ pydantic.protection  # rules/task_class.py: Threat.protection (spec 2.10)
 pydantic.threat_model  # rules/task_class.py: TaskClass.threat_model (spec 2.10)
 # Ledger payload fields (ledger/payloads.py): written into the recorded event's data
 pydantic.submitted_by  # ledger/payloads.py
+pydantic.known_mean  # ledger/payloads.py: divergence.checked, read by auditors in the ledger
+pydantic.hidden_mean  # ledger/payloads.py: divergence.checked, read by auditors in the ledger
+pydantic.known_ahead  # ledger/payloads.py: divergence.checked, read by auditors in the ledger
+pydantic.hidden_ahead  # ledger/payloads.py: divergence.checked, read by auditors in the ledger
+pydantic.p_value  # ledger/payloads.py: divergence.checked, read by auditors in the ledger
 pydantic.class_mode  # ledger/payloads.py: set through model_copy(update=...) in evaluation/loop
 pydantic.via  # ledger/payloads.py
 pydantic.stored_by  # ledger/payloads.py

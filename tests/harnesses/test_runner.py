@@ -254,7 +254,10 @@ class _Observing(ToySumHarness):
 def test_an_observation_is_recorded_in_the_class_subject_after_the_award(store, tmp_path):
     result = runner.run(_Observing(), _candidate(tmp_path, "add"), store, tmp_path / "runs",
                         RunOptions(size=8))
-    [seen] = [e.data for e in store.attempt_events(loop.subject(HARNESS.task_class))]
+    events = store.attempt_events(loop.subject(HARNESS.task_class))
+    # the observation, then the divergence monitor's check of the class's window
+    assert [e.kind for e in events] == ["control.observation", "divergence.checked"]
+    seen = events[0].data
     assert seen == {"task_class": HARNESS.task_class, "attempt": result.attempt_id,
                     "known": "5/5", "hidden": "2/8", "known_cases": 5, "hidden_cases": 8}
 

@@ -8,6 +8,7 @@ goes into training.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def _training_rules() -> TaskClass:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SqliteStore:
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
     signer = generate_signer("loop.test/log")
     s = SqliteStore.open(tmp_path / "loop.db", policy=CheckpointPolicy(signer, signer.name))
     yield s

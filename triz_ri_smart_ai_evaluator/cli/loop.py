@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import sys
+from fractions import Fraction
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from .._clock import now_utc
-from ..evaluation import loop
+from ..evaluation import divergence, loop
 from ..ledger.log import open_sqlite_ledger
 from ..rules.loader import load_catalogue
 from .options import DEFAULT_DB, DbOpt, JsonOpt, TaskClassOpt
@@ -73,3 +74,35 @@ def loop_mode(task_class: TaskClassOpt, mode: ModeOpt, reason: ReasonOpt,
     finally:
         ledger.close()
     out.print(f"seq {seq}: {state.describe()}", highlight=False)
+
+
+@loop_app.command("monitor")
+def loop_monitor(
+    task_class: TaskClassOpt,
+    window: Annotated[int, typer.Option("--window", min=1, help="Last N observations.")] = 20,
+    min_pairs: Annotated[int, typer.Option("--min-pairs", min=1,
+                                           help="Fewest differing pairs to test.")] = 8,
+    alpha: Annotated[str, typer.Option("--alpha", help="False-alarm rate of one check.")] = "0.01",
+    min_gap: Annotated[str, typer.Option("--min-gap", help="Smallest mean gap that trips.")
+                       ] = "0.2",
+    db: DbOpt = DEFAULT_DB, as_json: JsonOpt = False,
+) -> None:
+    """Run the divergence monitor now (spec 4.7, 9.8): known suite against hidden control over
+    the class's last observations; a trip drops the class to shadow with the numbers as its
+    reason.  The check is recorded either way."""
+    _known(task_class)
+    try:
+        settings = divergence.Settings(window, min_pairs, Fraction(alpha), Fraction(min_gap))
+    except (ValueError, ZeroDivisionError) as e:
+        raise typer.BadParameter(f"alpha and min-gap are decimals: {e}") from e
+    ledger = open_sqlite_ledger(db)
+    try:
+        result = divergence.check(ledger, task_class, now_utc(), settings)
+        state = loop.class_state(ledger, task_class)
+    finally:
+        ledger.close()
+    if as_json:
+        sys.stdout.write(json.dumps({**result.to_data(), "mode": state.mode}, indent=2) + "\n")
+    else:
+        out.print(f"{'TRIPPED' if result.tripped else 'ok'}: {result.reason}", highlight=False)
+        out.print(state.describe(), highlight=False)

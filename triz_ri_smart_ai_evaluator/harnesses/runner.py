@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from .._clock import now_utc
 from .._io import write_atomic
 from ..errors import EvaluatorError, InputError
-from ..evaluation import attempts, loop
+from ..evaluation import attempts, divergence, loop
 from ..ledger.checkpoint import NoteSigner, sign_note
 from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
 from ..ledger.payloads import (
@@ -236,6 +236,7 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
         loop.record_observation(store, harness.task_class, attempt_id, known=seen.known,
                                 hidden=seen.hidden, known_cases=cases[0],
                                 hidden_cases=cases[1], at=now_utc())
+        divergence.check(store, harness.task_class, now_utc())
     summary = {
         "attempt_id": attempt_id, "task_class": harness.task_class, "status": "completed",
         "candidate_digest": prepared.digest,

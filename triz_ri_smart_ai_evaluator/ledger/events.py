@@ -79,6 +79,8 @@ class EventKind(StrEnum):
     CLASS_MODE_CHANGED = "class.mode_changed"
     #: One attempt's score on the known (public) suite beside its fresh hidden control (4.7).
     CONTROL_OBSERVATION = "control.observation"
+    #: One run of the divergence monitor over a class's window (spec 4.7, 9.8, 11.16).
+    DIVERGENCE_CHECKED = "divergence.checked"
 
 
 #: Outcome kinds: an attempt with one of these is finished (the reconciler leaves it alone).

@@ -509,6 +509,25 @@ class ControlObservation(Payload):
     hidden_cases: int
 
 
+class DivergenceChecked(Payload):
+    """``divergence.checked``: the monitor's one-sided sign test over the class's last
+    observations (known suite ahead of hidden control), with the declared false-alarm rate."""
+
+    task_class: str
+    attempts: Texts
+    known_mean: str
+    hidden_mean: str
+    gap: str
+    known_ahead: int
+    hidden_ahead: int
+    p_value: str
+    alpha: str
+    min_gap: str
+    min_pairs: int
+    tripped: bool
+    reason: str
+
+
 K = EventKind
 #: The one mapping from an event kind to the type of its data.
 PAYLOADS: dict[EventKind, Any] = {
@@ -544,6 +563,7 @@ PAYLOADS: dict[EventKind, Any] = {
     K.LEDGER_TAMPER_DETECTED: LedgerTamperDetected,
     K.CLASS_MODE_CHANGED: ClassModeChanged,
     K.CONTROL_OBSERVATION: ControlObservation,
+    K.DIVERGENCE_CHECKED: DivergenceChecked,
 }
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {k.value: TypeAdapter(t) for k, t in PAYLOADS.items()}
 
