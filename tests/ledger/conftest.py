@@ -22,11 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from triz_ri_smart_ai_evaluator.ledger.checkpoint import generate_signer
+from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
+from triz_ri_smart_ai_evaluator.ledger.store import CheckpointPolicy
+
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import psycopg
 
     from triz_ri_smart_ai_evaluator.ledger.postgres_store import PostgresStore
-    from triz_ri_smart_ai_evaluator.ledger.store import CheckpointPolicy
 
 PG_ADMIN_CANDIDATES = (
     "postgresql://postgres@127.0.0.1:5432/test",
@@ -155,3 +160,12 @@ def pg_ledger(pg_admin_dsn: str) -> Iterator[PgLedger]:
     finally:
         ledger.close_all()
         drop_pg_ledger(pg_admin_dsn, ledger.schema, (ledger.owner, ledger.writer, ledger.reader))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    """A signed SQLite ledger in the test's folder (a test module may define its own)."""
+    signer = generate_signer("ledger.test/log")
+    s = SqliteStore.open(tmp_path / "ledger.db", policy=CheckpointPolicy(signer, signer.name))
+    yield s
+    s.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
 from datetime import timedelta
 from fractions import Fraction
 from pathlib import Path
@@ -14,23 +13,12 @@ import pytest
 
 from triz_ri_smart_ai_evaluator.errors import InputError
 from triz_ri_smart_ai_evaluator.evaluation import divergence, loop
-from triz_ri_smart_ai_evaluator.ledger.checkpoint import generate_signer
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
-from triz_ri_smart_ai_evaluator.ledger.store import CheckpointPolicy
 
 from ._attempt_cli import Home
 from .test_loop_modes import CLASS, _award
 from .test_payloads import T0
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    signer = generate_signer("divergence.test/log")
-    s = SqliteStore.open(tmp_path / "d.db", policy=CheckpointPolicy(signer, signer.name))
-    yield s
-    s.close()
-
 
 CASES = 20  # cases per suite in each simulated attempt
 

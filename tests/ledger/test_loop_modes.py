@@ -8,19 +8,16 @@ goes into training.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 from triz_ri_smart_ai_evaluator.errors import InputError
 from triz_ri_smart_ai_evaluator.evaluation import attempts, loop
-from triz_ri_smart_ai_evaluator.ledger.checkpoint import generate_signer
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
 from triz_ri_smart_ai_evaluator.ledger.sqlite_store import SqliteStore
-from triz_ri_smart_ai_evaluator.ledger.store import CheckpointPolicy, LedgerStore
+from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 from triz_ri_smart_ai_evaluator.rules.formula import Mode
 from triz_ri_smart_ai_evaluator.rules.task_class import TaskClass
 from triz_ri_smart_ai_evaluator.rules.versions import pin
@@ -35,13 +32,6 @@ def _training_rules() -> TaskClass:
     return tc.model_copy(update={"formula": tc.formula.model_copy(
         update={"mode": Mode.TRAINING})})
 
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    signer = generate_signer("loop.test/log")
-    s = SqliteStore.open(tmp_path / "loop.db", policy=CheckpointPolicy(signer, signer.name))
-    yield s
-    s.close()
 
 
 def _award(store: LedgerStore, attempt: str, minutes: int) -> dict[str, object]:
