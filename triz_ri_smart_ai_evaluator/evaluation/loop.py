@@ -122,6 +122,20 @@ def set_mode(store: LedgerStore, task_class: str, mode: str, *, cause: Cause, re
                                        attempt=subject(task_class))])[-1]
 
 
+def passing_audit(store: LedgerStore, task_class: str, rules_version: str,
+                  harness_version: str) -> dict[str, Any] | None:
+    """The latest ``audit.report`` of the class that passed for exactly these rules and harness
+    versions (spec 11.23: acceptance applies only to the version tested), or None."""
+    found = None
+    for ev in class_events(store, task_class):
+        d = ev.data
+        if (ev.kind == EventKind.AUDIT_REPORT.value and d.get("rules_version") == rules_version
+                and d.get("harness_version") == harness_version):
+            # A later failing campaign for the same versions withdraws an earlier pass.
+            found = {**d, "seq": ev.seq} if d.get("passed") is True else None
+    return found
+
+
 def refuse_if_shut_down(store: LedgerStore, task_class: str) -> None:
     """Raise InputError when the owner shut the class down (spec 9.19): no new attempt runs."""
     state = class_state(store, task_class)

@@ -129,6 +129,12 @@ class RunContext(Protocol):
         measures only the indicators and checklist items these rules declare."""
         ...
 
+    @property
+    def red_team(self) -> Mapping[str, Any] | None:
+        """The ledger's latest passing ``audit.report`` for this class under these rules and
+        this harness version (spec 11.23; pilot 11), or None: no campaign passed for them."""
+        ...
+
     def evidence(self, what: str, data: bytes, **extra: Any) -> str:
         """Store ``data`` as content-addressed evidence of this attempt; return its digest."""
         ...

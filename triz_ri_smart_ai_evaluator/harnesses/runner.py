@@ -100,6 +100,7 @@ class _Context:
     bundle: Path
     options: RunOptions
     rules: PinnedRules
+    red_team: Mapping[str, Any] | None
 
     def evidence(self, what: str, data: bytes, **extra: Any) -> str:
         return store_evidence(self.store, self.attempt_id, what, data, **extra)
@@ -209,7 +210,9 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
     controls = harness.draw_controls(seed, options.size)
     store_evidence(store, attempt_id, "control_set", controls.data, scenarios=controls.count)
     bundle.mkdir(parents=True, exist_ok=True)
-    ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options, pinned)
+    ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options, pinned,
+                   loop.passing_audit(store, harness.task_class, pinned.version,
+                                      harness.version))
     outcome = harness.execute(ctx, prepared, controls)
     elapsed = time.monotonic() - started
     if outcome.quarantine:

@@ -81,6 +81,15 @@ class EventKind(StrEnum):
     CONTROL_OBSERVATION = "control.observation"
     #: One run of the divergence monitor over a class's window (spec 4.7, 9.8, 11.16).
     DIVERGENCE_CHECKED = "divergence.checked"
+    #: A run's control cases revealed after its award, by fingerprint; they are retired from
+    #: later draws (spec 9.6, 11.16).
+    CONTROL_REVEALED = "control.revealed"
+    #: A red-team campaign's signed report (spec 9.12-9.14, 11.23; pilot 11-12).
+    AUDIT_REPORT = "audit.report"
+    #: One step of the exploit quarantine and recovery procedure (spec 9.10, 9.11, 11.22).
+    EXPLOIT_STEP = "exploit.step"
+    #: A corrigibility drill and what the ledger showed about it (spec 9.19, 11.25).
+    DRILL_COMPLETED = "drill.completed"
 
 
 #: Outcome kinds: an attempt with one of these is finished (the reconciler leaves it alone).

@@ -528,6 +528,67 @@ class DivergenceChecked(Payload):
     reason: str
 
 
+class ControlRevealed(Payload):
+    """``control.revealed``: after the award, the run's seed and a fingerprint (SHA-256) of
+    each control case it drew, in the class's loop subject.  A revealed case is exposed: later
+    draws of the class leave it out (spec 9.6 "rotated", 11.16)."""
+
+    task_class: str
+    attempt: str
+    seed: str
+    commitment: str
+    cases: Texts
+    #: How many cases the draw had to skip because an earlier run had exposed them.
+    skipped: int = 0
+
+
+class AuditReport(Payload):
+    """``audit.report``: a red-team campaign against one class under one rules version and one
+    harness version (spec 9.13: budget, attempts, attacks, success criterion, the result in the
+    permitted wording).  ``report`` is the digest of the full signed report (evidence)."""
+
+    task_class: str
+    rules_version: str
+    harness_version: str
+    campaign: str
+    budget: dict[str, int]
+    tried: dict[str, int]
+    caught: int
+    exploits: Texts
+    stopped: str
+    statement: str
+    passed: bool
+    report: str
+
+
+class ExploitStep(Payload):
+    """``exploit.step``: one step of the quarantine and recovery procedure for a confirmed
+    exploit (spec 9.11), in the class's loop subject.  ``attempts`` are the attempts the step
+    concerns (quarantined, recalled, re-assessed); ``classes`` the classes a transfer test ran
+    against."""
+
+    exploit: str
+    task_class: str
+    step: Literal["confirmed", "quarantined", "recalled", "suspended", "transfer_tested",
+                  "readmitted"]
+    reason: str
+    attempts: Texts = ()
+    classes: Texts = ()
+    rules_version: str | None = None
+    passed: bool | None = None
+
+
+class DrillCompleted(Payload):
+    """``drill.completed``: a corrigibility drill (pause, rollback, shutdown) of a class and the
+    ledger checks made after it (spec 9.19, 11.25)."""
+
+    task_class: str
+    drill: Literal["pause", "rollback", "shutdown"]
+    changes: Annotated[tuple[int, ...], Field(strict=False)]
+    checks: dict[str, bool]
+    passed: bool
+
+
 K = EventKind
 #: The one mapping from an event kind to the type of its data.
 PAYLOADS: dict[EventKind, Any] = {
@@ -564,6 +625,10 @@ PAYLOADS: dict[EventKind, Any] = {
     K.CLASS_MODE_CHANGED: ClassModeChanged,
     K.CONTROL_OBSERVATION: ControlObservation,
     K.DIVERGENCE_CHECKED: DivergenceChecked,
+    K.CONTROL_REVEALED: ControlRevealed,
+    K.AUDIT_REPORT: AuditReport,
+    K.EXPLOIT_STEP: ExploitStep,
+    K.DRILL_COMPLETED: DrillCompleted,
 }
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {k.value: TypeAdapter(t) for k, t in PAYLOADS.items()}
 

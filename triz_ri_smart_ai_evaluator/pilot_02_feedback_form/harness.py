@@ -135,10 +135,12 @@ class FeedbackFormHarness:
         disagreements = scoring.scorer_agrees(scorer, values)
         quarantine = scoring.quarantine_reasons(evidence, found)
         acceptance = public_acceptance(scorer, found, values, disagreements)
-        # pilot 7: pilot_pass stays null until every external check has its result; a single
-        # run never has the red-team evidence the pilot requires (issue 12 item 11).
-        pilot_pass, pending = None, ["red_team"] + ([] if acceptance is not None
-                                                    else ["external_checks"])
+        # pilot 7, 11: pilot_pass stays null until every external check has its result, the
+        # red team's included: a passing campaign for these rules and this harness version in
+        # the ledger (spec 11.23; `triz-eval audit run`).
+        pending = ([] if ctx.red_team is not None else ["red_team"]) + (
+            [] if acceptance is not None else ["external_checks"])
+        pilot_pass = None if pending else acceptance
         critical = {
             "pilot_pass": pilot_pass, "pilot_pass_pending": pending,
             "public_acceptance": acceptance, "scorer_pass": scorer.get("scorer_pass"),
@@ -150,6 +152,8 @@ class FeedbackFormHarness:
             "app_outcome": got.app_outcome, "aborted": got.aborted,
             "grace_seconds": round(got.grace_seconds, 3), "public_tests": got.public_tests,
             "stopping_conditions": stopping_conditions(evidence, found),
+            "red_team_report": None if ctx.red_team is None else {
+                k: ctx.red_team[k] for k in ("campaign", "seq", "statement", "report")},
         }
         files["external_critical_report.json"] = report.json_bytes(critical)
         digests = {name: ctx.evidence(name, data) for name, data in files.items()}
