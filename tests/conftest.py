@@ -5,7 +5,8 @@ Markers (declared in pyproject.toml; applied here by path or fixture, so no test
 remember them):
 
 ``sandbox``   starts real sandboxes, or a service whose worker pool does: all of tests/pilot,
-              tests/sandbox and tests/service, and the harness runs of tests/defect_fix
+              tests/sandbox, tests/service and tests/acceptance, and the harness runs of
+              tests/defect_fix
               (``run-tests.sh`` runs these directories beside the rest).
 ``postgres``  needs the local PostgreSQL server: every test using the ``pg_admin_dsn`` fixture
               (``pg_ledger`` and the templates build on it) or a ``pg``/``postgres`` backend id.
@@ -34,7 +35,7 @@ from hypothesis import settings
 
 _TESTS = Path(__file__).resolve().parent
 
-_SANDBOX = ("pilot/", "sandbox/", "service/", "defect_fix/test_candidates.py",
+_SANDBOX = ("pilot/", "sandbox/", "service/", "acceptance/", "defect_fix/test_candidates.py",
             "defect_fix/test_end_to_end.py")
 _ROOT = (
     "sandbox/test_network.py",
