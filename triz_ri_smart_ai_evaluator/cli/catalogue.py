@@ -1,4 +1,5 @@
-"""``triz-eval catalogue ...``: task classes - list, show, validate, publish, JSON Schema."""
+"""``triz-eval catalogue ...``: task classes - list, show, validate, publish, JSON Schema - and
+the residual-risk log (spec 11.24)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import InputError
+from ..rules import residual_risk
 from ..rules.loader import (
     BUNDLED_CATALOGUE,
     CatalogueError,
@@ -150,3 +152,20 @@ def catalogue_publish(
         out.print(f"{'published' if new else 'unchanged'}  {tc.id}@{version}")
 
 
+
+
+@catalogue_app.command("risks")
+def catalogue_risks(
+    path: Annotated[Path, typer.Option("--file", help="A residual-risk log file.")] = (
+        residual_risk.BUNDLED_RISKS),
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the residual-risk log (spec 11.24): each known limit with its design boundary,
+    owner, the test that would detect it crossing, and the classes it applies to."""
+    if as_json:
+        emit_json(residual_risk.as_dicts(path))
+        return
+    lines = residual_risk.text_lines(path)
+    # Plain lines, not rich: one entry is one line, however wide the terminal.
+    sys.stdout.write(f"Residual-risk log (spec 11.24): {len(lines)} entries\n")
+    sys.stdout.writelines(f"- {line}\n" for line in lines)
