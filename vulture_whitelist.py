@@ -195,3 +195,4 @@ public_api.TrustedClient  # service/client.py: docs/service.md, tests/service
 public_api.call_sync  # service/runtime.py: tests/service
 public_api.to_original  # verifier/normalise.py: tests/verifier
 typer_command.catalogue_risks  # cli/catalogue.py: spec 11.24, tests/rules/test_residual_risk.py
+public_api.unmet  # evaluation/gates.py: tests/ledger/test_gates.py; drop once 'loop mode' calls it

@@ -12,6 +12,7 @@ from rich.console import Console
 from .._explain import render
 from .._io import load_model
 from ..errors import InputError
+from ..rules import residual_risk
 from ..rules._values import format_exact
 from ..rules.loader import BUNDLED_CATALOGUE
 from ..rules.published import BUNDLED_STORE, RulesStore, pin_published
@@ -91,7 +92,16 @@ def signal_explain(
     catalogue: CatalogueOpt = BUNDLED_CATALOGUE,
     store: StoreOpt = BUNDLED_STORE,
 ) -> None:
-    """Show the transparent breakdown of spec 3.2 as tables."""
+    """Show the transparent breakdown of spec 3.2 as tables, with the residual-risk footer."""
     render(out, _compute(catalogue, task_class, input_file, started_at, store))
+    out.print(residual_risk_footer(task_class), markup=False, highlight=False, soft_wrap=True)
+
+
+def residual_risk_footer(task_class: str) -> str:
+    """One line pointing to the residual-risk log (spec 11.24: shown with every report)."""
+    risks = residual_risk.load()
+    applying = sum(1 for r in risks if r.applies(task_class))
+    return (f"Residual risks (spec 11.24): {applying} of the {len(risks)} known limits of this "
+            f"evaluator apply to {task_class}; see `triz-eval catalogue risks`.")
 
 

@@ -1,4 +1,5 @@
-"""The bundle's human-readable page and its JSON bytes.  Pure."""
+"""The bundle's human-readable page and its JSON bytes.  Pure, except that the page reads the
+residual-risk log from the catalogue (spec 11.24: the known limits are shown in every report)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..harnesses.protocol import Outcome
+from ..rules import residual_risk
 from ..signal.result import Signal
 
 
@@ -37,5 +39,17 @@ def render_report(summary: Mapping[str, Any], outcome: Outcome, signal: Signal) 
         "",
         "Reasons: " + ("; ".join(signal.reasons) or "none"),
         "",
+        *residual_risk_section(str(summary.get("task_class"))),
     ]
     return "\n".join(lines)
+
+
+def residual_risk_section(task_class: str) -> list[str]:
+    """The lines of the report's residual-risk section: the log's entries for ``task_class``
+    and where the whole log is (spec 11.24)."""
+    risks = residual_risk.load()
+    applying = [r for r in risks if r.applies(task_class)]
+    return ["## Residual risks (spec 11.24)", "",
+            f"{len(applying)} of the {len(risks)} entries of the residual-risk log apply to "
+            "this class; the whole log: `triz-eval catalogue risks`.", "",
+            *(f"- {r.text_line()}" for r in applying), ""]

@@ -21,6 +21,7 @@ import jinja2
 
 # The bundle JSON every class writes; pilot code reaches it as report.json_bytes.
 from ..harnesses.runner import json_bytes as json_bytes  # noqa: PLC0414 - a re-export
+from ..rules import residual_risk
 
 _PACKAGES = ("triz-ri-smart-ai-evaluator", "flask", "gunicorn", "aiosmtpd", "httpx", "faker")
 
@@ -131,7 +132,7 @@ def render_html(
     files: Sequence[tuple[str, str]],
 ) -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    return env.from_string(_TEMPLATE).render(
+    return with_residual_risks(env, env.from_string(_TEMPLATE).render(
         summary=summary,
         metrics=metrics,
         findings=findings,
@@ -139,4 +140,27 @@ def render_html(
         scorer=json.dumps(scorer, ensure_ascii=False, indent=2),
         environment=json.dumps(environment, ensure_ascii=False, indent=2),
         files=files,
-    )
+    ))
+
+
+_RISKS_TEMPLATE = """<h2>Residual risks (spec 11.24)</h2>
+<p>{{ applying|length }} of the {{ total }} entries of the residual-risk log apply to this class;
+the whole log: <code>triz-eval catalogue risks</code>.</p>
+<table><tr><th>risk</th><th>kind</th><th>limit</th><th>design boundary</th><th>owner</th>
+<th>detected by</th></tr>
+{% for r in applying %}<tr><td><code>{{ r.id }}</code></td><td>{{ r.kind }}</td>
+<td>{{ r.title }}</td><td>{{ r.boundary }}</td><td>{{ r.owner }}</td>
+<td><code>{{ r.detected_by }}</code></td></tr>
+{% endfor %}</table>
+"""
+
+
+def with_residual_risks(env: jinja2.Environment, page: str,
+                        task_class: str = "pilot_02_feedback_form") -> str:
+    """``page`` with the residual-risk log's entries for ``task_class`` before its end (spec
+    11.24: the system reports its known limits in every report)."""
+    risks = residual_risk.load()
+    section = env.from_string(_RISKS_TEMPLATE).render(
+        applying=[r for r in risks if r.applies(task_class)], total=len(risks))
+    end = page.rindex("</body>")
+    return page[:end] + section + page[end:]
