@@ -64,6 +64,6 @@ def run_candidate(candidate: Path, *, seed: bytes = SEED, size: int = SIZE
         work.chmod(0o711)
         ctx = FakeContext(work, Path(tmp) / "bundle", seed=seed)
         prepared = HARNESS.prepare(candidate, work)
-        controls = HARNESS.draw_controls(seed, size)
+        controls = HARNESS.draw_controls(seed, size, frozenset())
         outcome = HARNESS.execute(ctx, prepared, controls)
         return outcome, signal_of(outcome), ctx

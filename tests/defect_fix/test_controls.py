@@ -19,14 +19,15 @@ def test_the_harness_implements_the_protocol() -> None:
 
 
 def test_hidden_inputs_differ_between_seeds_and_repeat_for_one() -> None:
-    one, again, other = (HARNESS.draw_controls(s, 40) for s in (b"a" * 32, b"a" * 32, b"b" * 32))
+    one, again, other = (HARNESS.draw_controls(s, 40, frozenset())
+                         for s in (b"a" * 32, b"a" * 32, b"b" * 32))
     assert one.data == again.data
     orders = {str(c["order"]) for c in one.state["reproduction"]}
     assert orders.isdisjoint(str(c["order"]) for c in other.state["reproduction"])
 
 
 def test_hidden_cases_are_the_defects_family_never_the_issue_example() -> None:
-    cases = reference.draw_cases(b"s" * 32, 100)
+    cases = reference.draw_cases(b"s" * 32, 100).cases
     for case in cases["reproduction"]:
         quantity = sum(i["quantity"] for i in case["order"]["items"])
         assert quantity in reference.BOUNDARIES

@@ -4,14 +4,10 @@ harness object and a real SQLite ledger: no sandbox needed, so every path runs i
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -27,55 +23,16 @@ from triz_ri_smart_ai_evaluator.harnesses.protocol import (
     RunContext,
     RunOptions,
 )
-from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
-from triz_ri_smart_ai_evaluator.rules.loader import load_task_class
 from triz_ri_smart_ai_evaluator.rules.versions import pin
 
-TOY = Path(__file__).resolve().parent.parent / "plugins" / "toy_task_class" / "toy_triz_class"
+from . import _toy
 
-
-def _load(name: str, path: Path) -> ModuleType:
-    """The toy module from its file, without putting the plugin folder on sys.path: there its
-    .dist-info would register the toy class for every test of this process."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look a module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-_toy = _load("toy_sum_harness_under_test", TOY / "harness.py")
 HARNESS = _toy.HARNESS
 ToySumHarness = _toy.ToySumHarness
-TOY_RULES = load_task_class(TOY / "toy_sum.yaml")
-
-
-@pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LedgerStore]:
-    # The toy class is not installed here: the runner finds its rules through the catalogue.
-    real = runner.load_catalogue
-    monkeypatch.setattr(runner, "load_catalogue", lambda: {**real(), "toy_sum": TOY_RULES})
-    create_log_key(tmp_path / "keys")
-    opened = open_sqlite_ledger(tmp_path / "ledger.db", tmp_path / "keys")
-    yield opened
-    opened.close()
-
-
-def _candidate(tmp_path: Path, op: str) -> Path:
-    path = tmp_path / f"{op}.json"
-    path.write_text(json.dumps({"op": op}), "utf-8")
-    return path
-
-
-def _kinds(store: LedgerStore, attempt_id: str) -> list[str]:
-    out = []
-    for e in store.attempt_events(attempt_id):
-        data = e.fields["data"]
-        out.append(f"{e.kind}:{data['what']}" if e.kind == "evidence.stored" else e.kind)
-    return out
+TOY_RULES = _toy.TOY_RULES
+_candidate = _toy.candidate
+_kinds = _toy.kinds
 
 
 def test_the_runner_records_each_step_in_the_order_every_class_shares(store, tmp_path):
@@ -101,7 +58,8 @@ def test_the_runner_records_each_step_in_the_order_every_class_shares(store, tmp
     assert committed[0]["scheme"] == "sha256('toy sum control seed' || 0x00 || seed)"
 
 
-def test_the_same_seed_draws_the_same_set_and_a_fresh_run_draws_another(store, tmp_path):
+def test_the_same_seed_draws_the_same_set_only_before_it_is_revealed(store, tmp_path):
+    # spec 9.6 "rotated": once run a reveals its cases, the same seed draws past all of them.
     seed = bytes(32)
     a, b = (runner.run(HARNESS, _candidate(tmp_path, "add"), store, tmp_path / "runs",
                        RunOptions(size=8, seed=seed)) for _ in range(2))
@@ -113,7 +71,11 @@ def test_the_same_seed_draws_the_same_set_and_a_fresh_run_draws_another(store, t
                     for e in store.attempt_events(attempt_id)
                     if e.kind == "evidence.stored" and e.fields["data"]["what"] == "control_set")
 
-    assert control_set(a.attempt_id) == control_set(b.attempt_id)
+    first = HARNESS.draw_controls(seed, 8, frozenset())
+    assert control_set(a.attempt_id) == first.data
+    assert control_set(b.attempt_id) == HARNESS.draw_controls(seed, 8,
+                                                              frozenset(first.cases)).data
+    assert control_set(b.attempt_id) != control_set(a.attempt_id)
     assert control_set(fresh.attempt_id) != control_set(a.attempt_id)
 
 
@@ -255,8 +217,10 @@ def test_an_observation_is_recorded_in_the_class_subject_after_the_award(store, 
     result = runner.run(_Observing(), _candidate(tmp_path, "add"), store, tmp_path / "runs",
                         RunOptions(size=8))
     events = store.attempt_events(loop.subject(HARNESS.task_class))
-    # the observation, then the divergence monitor's check of the class's window
-    assert [e.kind for e in events] == ["control.observation", "divergence.checked"]
+    # the observation, then the divergence monitor's check of the class's window, then the
+    # control set revealed
+    assert [e.kind for e in events] == ["control.observation", "divergence.checked",
+                                        "control.revealed"]
     seen = events[0].data
     assert seen == {"task_class": HARNESS.task_class, "attempt": result.attempt_id,
                     "known": "5/5", "hidden": "2/8", "known_cases": 5, "hidden_cases": 8}

@@ -6,7 +6,7 @@ One run, all candidate code in the sandbox (never imported here):
 
 1. ``prepare`` applies the diff to a copy of the starting repository and fixes its digests;
 2. ``draw_controls`` draws the hidden reproduction orders and the ordinary orders from the
-   run's secret seed (:mod:`.reference`);
+   run's secret seed (:mod:`.reference`), never an order an earlier run revealed;
 3. ``execute`` builds two run trees - the candidate's with the supplied tests restored byte for
    byte, and the starting repository's, each with the hidden test and the candidate's own added
    tests copied in - runs pytest on them in the sandbox, serves the candidate's tree under
@@ -22,13 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..harnesses.protocol import Controls, Outcome, Prepared, RunContext
+from ..harnesses.protocol import Controls, Observation, Outcome, Prepared, RunContext
 from ..sandbox import open_sandbox
 from ..signal.result import Signal
 from . import checks, reference, repo, scoring, traffic
@@ -64,12 +64,16 @@ class DefectFixHarness:
                         artefact=candidate.read_bytes(), state=tree,
                         evidence={"source": "diff", "candidate_sha256": tree.digest})
 
-    def draw_controls(self, seed: bytes, size: int) -> Controls:
-        """The hidden orders of one run: a pure function of the seed and the size."""
+    def draw_controls(self, seed: bytes, size: int, retired: frozenset[str]) -> Controls:
+        """The hidden orders of one run: a pure function of the seed, the size and the
+        retired fingerprints (an order an earlier run revealed is never drawn again).  A case
+        is one order (:func:`.reference.case_of`); where each sits in the served traffic is
+        a seeded shuffle (:func:`.reference.traffic_order`), so its position tells nothing."""
         if size < self.min_size:
             raise InputError(f"control-set size {size} is below {self.min_size}")
-        cases = reference.draw_cases(seed, size)
-        return Controls(json_bytes(cases), size, cases)
+        drawn = reference.draw_cases(seed, size, retired)
+        return Controls(json_bytes(drawn.cases), size, drawn.cases, drawn.fingerprints,
+                        drawn.skipped)
 
     def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:
         started = time.monotonic()
@@ -111,7 +115,8 @@ class DefectFixHarness:
             metrics=values, quarantine=scoring.quarantine(found), files=files,
             summary={"defect": scope.defect, "p95_latency_ms": str(inputs.measurements[
                 "p95_latency_ms"].value), "app_outcome": served.app_outcome},
-            decision={"defect": scope.defect}, state=files)
+            decision={"defect": scope.defect}, state=files,
+            observation=observation(recorded, cases))
 
     def publish(self, bundle: Path, outcome: Outcome, summary: Mapping[str, Any],
                 signal: Signal) -> None:
@@ -121,6 +126,28 @@ class DefectFixHarness:
 
 
 HARNESS = DefectFixHarness()
+
+
+def observation(r: scoring.Recorded, cases: Mapping[str, Sequence[Mapping[str, Any]]]
+                ) -> Observation | None:
+    """Known suite against hidden control (spec 4.7, 9.8, 11.16).
+
+    * known: the repository's supplied tests, which the candidate can read and run, passing
+      on the candidate's tree (a test not run counts as not passed);
+    * hidden: the run's fresh control orders answered correctly - a reproduction order when
+      its hidden test passes *and* the served service answers it correctly
+      (:func:`.scoring.fixed_cases`), an ordinary order when the served service answers it
+      correctly in the ordinary traffic.
+
+    None when the repository supplies no test (nothing known to compare against)."""
+    if not r.regression:
+        return None
+    known = sum(outcome == scoring.PASSED for outcome in r.regression.values())
+    served = {e.case_id for e in r.traffic if e.correct}
+    hidden = len(scoring.fixed_cases(r)) + sum(str(c["id"]) in served
+                                               for c in cases["ordinary"])
+    whole = len(cases["reproduction"]) + len(cases["ordinary"])
+    return Observation(known=f"{known}/{len(r.regression)}", hidden=f"{hidden}/{whole}")
 
 
 def _files(r: scoring.Recorded, ran: checks.TestRuns, served: checks.Served,

@@ -7,7 +7,8 @@ up); it is the harness's own code and never the candidate's.
 The control set is drawn from the run's secret seed (spec 2.13, 9.7; pilot 6): orders whose
 total quantity sits exactly on a tier boundary (the defect's family, the hidden reproduction)
 and ordinary orders off the boundaries.  The issue's one example is never drawn, so a candidate
-that special-cases it gains nothing.
+that special-cases it gains nothing.  An order an earlier run revealed is never drawn again
+(spec 9.6 "rotated", :mod:`..evaluation.controls`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import hashlib
 import itertools
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from ..evaluation.controls import fingerprint
 
 TIERS = ((100, 15), (50, 10), (10, 5))
 BOUNDARIES = (10, 50, 100)
@@ -63,20 +67,52 @@ def reproduction_count(size: int) -> int:
     return max(6, size // 5)
 
 
-def draw_cases(seed: bytes, size: int) -> dict[str, list[dict[str, Any]]]:
+@dataclass(frozen=True, slots=True)
+class Drawn:
+    """One run's orders, the fingerprint of each (reproduction first, then ordinary, in order)
+    and how many retired orders the draw skipped."""
+
+    cases: dict[str, list[dict[str, Any]]]
+    fingerprints: tuple[str, ...]
+    skipped: int
+
+
+def case_of(order: Mapping[str, Any]) -> dict[str, Any]:
+    """What a control case is for its fingerprint (spec 9.6, 10.1): the order sent, without
+    the run's own ``r000``/``o000`` label (the expected answer follows from the order)."""
+    return {"order": order}
+
+
+def draw_cases(seed: bytes, size: int, retired: frozenset[str] = frozenset()) -> Drawn:
     """``size`` orders as ``{"reproduction": [...], "ordinary": [...]}``, each case
-    ``{"id", "order", "expected"}``; a pure function of the seed and the size."""
+    ``{"id", "order", "expected"}``; a pure function of the seed, the size and ``retired``.
+    An order whose fingerprint an earlier run revealed (``retired``) is skipped and the next
+    one drawn from the same stream for the same slot (same tier boundary)."""
     rng = random.Random(hashlib.sha256(b"dfx controls\x00" + seed).digest())  # noqa: S311
+    prints: list[str] = []
+    skipped = 0
+
+    def fresh(boundary: int | None) -> dict[str, Any]:
+        """An order of ``boundary`` units (None: an ordinary total) no earlier run revealed."""
+        nonlocal skipped
+        while True:
+            order = _order(rng, _ordinary_total(rng) if boundary is None else boundary)
+            case = fingerprint(case_of(order))
+            if case not in retired:
+                prints.append(case)
+                return order
+            skipped += 1
+
     repro = []
     for n in range(reproduction_count(size)):
-        order = _order(rng, BOUNDARIES[n % len(BOUNDARIES)])
+        order = fresh(BOUNDARIES[n % len(BOUNDARIES)])
         repro.append({"id": f"r{n:03d}", "order": order, "expected": expected_quote(order)})
     ordinary = []
     for n in range(size - len(repro)):
-        order = _order(rng, _ordinary_total(rng))
+        order = fresh(None)
         ordinary.append({"id": f"o{n:03d}", "order": order, "expected": expected_quote(order)})
     assert all(c["order"] != ISSUE_EXAMPLE for c in repro)  # SKUs never include MUG-01
-    return {"reproduction": repro, "ordinary": ordinary}
+    return Drawn({"reproduction": repro, "ordinary": ordinary}, tuple(prints), skipped)
 
 
 def traffic_order(cases: Mapping[str, Sequence[Mapping[str, Any]]], seed: bytes

@@ -8,8 +8,9 @@ the class's stopping conditions (quarantine before any award), computes the sign
 one calculator, and writes the publication bundle with its signed ``MANIFEST``.
 
 A class supplies only what is its own: how a candidate is materialised, how controls are drawn
-from a seed, and how the candidate is run and judged (sandbox, driver, receivers, checks,
-metrics).  It never writes ledger events itself; it stores evidence through the context.
+from a seed (leaving out the cases earlier runs revealed, :mod:`..evaluation.controls`), and
+how the candidate is run and judged (sandbox, driver, receivers, checks, metrics).  It never
+writes ledger events itself; it stores evidence through the context.
 """
 
 from __future__ import annotations
@@ -53,11 +54,19 @@ class Prepared:
 @dataclass(frozen=True, slots=True)
 class Controls:
     """A control set drawn from the run's secret seed: ``data`` is stored as the
-    ``control_set`` evidence, ``count`` is its number of cases, ``state`` is the class's own."""
+    ``control_set`` evidence, ``count`` is its number of cases, ``state`` is the class's own.
+
+    ``cases`` is the fingerprint (:func:`~..evaluation.controls.fingerprint`) of each drawn
+    case, in order, exactly ``count`` of them; ``skipped`` is how many cases the draw passed
+    over because an earlier run had revealed them (spec 9.6 "rotated").  The runner keeps both
+    hidden until the award and then reveals them in ``control.revealed``; a set whose ``cases``
+    do not number ``count`` or name a retired case ends the attempt errored (fail closed)."""
 
     data: bytes
     count: int
     state: Any = None
+    cases: tuple[str, ...] = ()
+    skipped: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,8 +193,13 @@ class Harness(Protocol):
         class cannot take (nothing is written to the ledger then)."""
         ...
 
-    def draw_controls(self, seed: bytes, size: int) -> Controls:
-        """The control set of one run, a pure function of the seed and the size."""
+    def draw_controls(self, seed: bytes, size: int, retired: frozenset[str]) -> Controls:
+        """The control set of one run, a pure function of the seed, the size and ``retired``
+        (the fingerprints of the class's revealed cases, spec 9.6, 11.16).  A drawn case whose
+        fingerprint is retired is never returned: the class draws further from the same
+        seeded stream instead and counts the skip in ``Controls.skipped``.  Where the control
+        cases sit among the run's other work must not be predictable without the seed (a
+        seeded shuffle)."""
         ...
 
     def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:

@@ -5,12 +5,17 @@
 2. the candidate is materialised and its digest fixed in ``attempt.initiated`` before anything
    about the control set exists (spec 10.4; pilot 2, 6), and stored as evidence;
 3. a commitment to a fresh secret seed is stored, and only then is the control set drawn from
-   it (pilot 6; issue 12 item 12): the bundle reveals the seed after the run;
+   it (pilot 6; issue 12 item 12), leaving out every case an earlier run of the class revealed
+   (spec 9.6 "rotated"; a set that holds one ends the attempt errored);
 4. the class runs and judges the candidate (:meth:`~.protocol.Harness.execute`), storing its
    evidence through the context;
 5. every stopping condition that fired quarantines the attempt before any award (pilot 12);
 6. the critical layer's decision is recorded, then the signal through the one calculator
-   (``attempts.evaluate``), then the publication bundle with its signed ``MANIFEST`` (pilot 13).
+   (``attempts.evaluate``), then the known-suite against hidden-control observation and the
+   divergence monitor (spec 4.7, 9.8);
+7. only after the award, ``control.revealed`` reveals the seed and each case's fingerprint in
+   the class's loop subject (spec 9.6, 11.16), and the publication bundle is written with its
+   signed ``MANIFEST`` (pilot 13).
 
 A run for an attempt the policy port opened (``options.attempt_id``) is judged under the rules
 the attempt started with (spec 10.5), and every failure ends it as ``attempt.errored``.
@@ -36,7 +41,7 @@ from pydantic import ValidationError
 from .._clock import now_utc
 from .._io import write_atomic
 from ..errors import EvaluatorError, InputError
-from ..evaluation import attempts, divergence, loop
+from ..evaluation import attempts, controls, divergence, loop
 from ..ledger.checkpoint import NoteSigner, sign_note
 from ..ledger.events import OUTCOME_KINDS, EventKind, NewEvent
 from ..ledger.payloads import (
@@ -54,7 +59,7 @@ from ..rules.versions import PinnedRules, pin, rules_version
 from ..sandbox import IsolationError, probe_isolation
 from ..signal.calculator import SignalCalculator
 from ..signal.result import Signal
-from .protocol import Harness, Prepared, RunOptions, RunResult
+from .protocol import Controls, Harness, Outcome, Prepared, RunOptions, RunResult
 from .registry import harness_for
 
 ACTOR = "harness"
@@ -207,14 +212,66 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
                    json_bytes({"commitment": commitment,
                                "scheme": seed_scheme(harness.seed_tag)}))
     assert options.size is not None  # run() fills it in
-    controls = harness.draw_controls(seed, options.size)
-    store_evidence(store, attempt_id, "control_set", controls.data, scenarios=controls.count)
+    drawn = _draw(harness, seed, options.size, controls.retired(store, harness.task_class))
+    store_evidence(store, attempt_id, "control_set", drawn.data, scenarios=drawn.count)
     bundle.mkdir(parents=True, exist_ok=True)
     ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options, pinned,
                    loop.passing_audit(store, harness.task_class, pinned.version,
                                       harness.version))
-    outcome = harness.execute(ctx, prepared, controls)
+    try:
+        outcome, signal = _judge(store, harness, pinned, ctx, prepared, drawn)
+    except EvaluatorError as e:
+        # The candidate may have met the cases before the run broke: they are exposed all the
+        # same, so they are revealed (and retired) once the attempt has ended errored.
+        result = _errored(store, attempt_id, bundle.parent, e.diagnostics(), "run",
+                          prepared.digest)
+        controls.reveal(store, harness.task_class, attempt_id, seed, commitment, drawn.cases,
+                        drawn.skipped, now_utc())
+        return result
     elapsed = time.monotonic() - started
+    seen = outcome.observation
+    if seen is not None:
+        # spec 4.7, 9.8: the known suite beside the hidden control, for the divergence monitor.
+        loop.record_observation(store, harness.task_class, attempt_id, known=seen.known,
+                                hidden=seen.hidden, known_cases=_whole(seen.known),
+                                hidden_cases=_whole(seen.hidden), at=now_utc())
+        divergence.check(store, harness.task_class, now_utc())
+    # spec 9.6, 11.16: only now, after the award, are the seed and the cases revealed; every
+    # later draw of the class leaves these cases out.
+    controls.reveal(store, harness.task_class, attempt_id, seed, commitment, drawn.cases,
+                    drawn.skipped, now_utc())
+    summary = {
+        "attempt_id": attempt_id, "task_class": harness.task_class, "status": "completed",
+        "candidate_digest": prepared.digest,
+        "isolation": outcome.isolation if outcome.isolation == "full"
+        else f"degraded: {outcome.degraded_reason}",
+        "rules_version": pinned.version, "signal": str(signal.value),
+        # A critical violation is named as one (issue 12 item 14), not by the outcome code.
+        "outcome": "critical_violation" if signal.critical_violation
+        else signal.outcome.value, "reasons": list(signal.reasons),
+        "quarantine": list(outcome.quarantine), "metrics": outcome.metrics,
+        "seconds": round(elapsed, 3), "scenarios": drawn.count, **outcome.summary,
+    }
+    files = dict(outcome.files)
+    files["summary.json"] = json_bytes(summary)
+    files["signal.json"] = json_bytes(signal.to_dict())
+    # Written after the award: the ledger already holds every file it lists but the summary
+    # and the signal, which the log key's signature covers here.
+    files["MANIFEST"] = manifest(files, options.signer, harness.task_class)
+    for name, data in sorted(files.items()):
+        write_atomic(bundle / name, data)
+    harness.publish(bundle, outcome, summary, signal)
+    return RunResult(attempt_id, prepared.digest, "completed", signal, summary, bundle,
+                     outcome.findings, outcome.metrics)
+
+
+def _judge(store: LedgerStore, harness: Harness, pinned: PinnedRules, ctx: _Context,
+           prepared: Prepared, drawn: Controls) -> tuple[Outcome, Signal]:
+    """Run and judge the candidate, and record the award: stopping conditions first, then the
+    critical layer's decision, then the signal.  A malformed observation is refused before
+    the award.  Raises EvaluatorError when the run cannot be completed."""
+    attempt_id = ctx.attempt_id
+    outcome = harness.execute(ctx, prepared, drawn)
     if outcome.quarantine:
         # Pilot 12: quarantined the moment the run's stopping conditions are known, before any
         # award is computed.
@@ -230,39 +287,30 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
         store.append([event(EventKind.COMMENT_ADDED, CommentAdded(
             text=f"isolation degraded ({outcome.degraded_reason}): not a training-grade "
                  "signal"), attempt_id)])
-    seen = outcome.observation
-    cases = None if seen is None else (_whole(seen.known), _whole(seen.hidden))  # before award
+    if outcome.observation is not None:
+        _whole(outcome.observation.known)  # checked before the award, recorded after it
+        _whole(outcome.observation.hidden)
     signal = attempts.evaluate(store, pinned, outcome.inputs, attempt_id=attempt_id,
                                at=now_utc())
-    if seen is not None and cases is not None:
-        # spec 4.7, 9.8: the known suite beside the hidden control, for the divergence monitor.
-        loop.record_observation(store, harness.task_class, attempt_id, known=seen.known,
-                                hidden=seen.hidden, known_cases=cases[0],
-                                hidden_cases=cases[1], at=now_utc())
-        divergence.check(store, harness.task_class, now_utc())
-    summary = {
-        "attempt_id": attempt_id, "task_class": harness.task_class, "status": "completed",
-        "candidate_digest": prepared.digest,
-        "isolation": outcome.isolation if outcome.isolation == "full"
-        else f"degraded: {outcome.degraded_reason}",
-        "rules_version": pinned.version, "signal": str(signal.value),
-        # A critical violation is named as one (issue 12 item 14), not by the outcome code.
-        "outcome": "critical_violation" if signal.critical_violation
-        else signal.outcome.value, "reasons": list(signal.reasons),
-        "quarantine": list(outcome.quarantine), "metrics": outcome.metrics,
-        "seconds": round(elapsed, 3), "scenarios": controls.count, **outcome.summary,
-    }
-    files = dict(outcome.files)
-    files["summary.json"] = json_bytes(summary)
-    files["signal.json"] = json_bytes(signal.to_dict())
-    # Written after the award: the ledger already holds every file it lists but the summary
-    # and the signal, which the log key's signature covers here.
-    files["MANIFEST"] = manifest(files, options.signer, harness.task_class)
-    for name, data in sorted(files.items()):
-        write_atomic(bundle / name, data)
-    harness.publish(bundle, outcome, summary, signal)
-    return RunResult(attempt_id, prepared.digest, "completed", signal, summary, bundle,
-                     outcome.findings, outcome.metrics)
+    return outcome, signal
+
+
+def _draw(harness: Harness, seed: bytes, size: int, retired: frozenset[str]) -> Controls:
+    """The class's control set, checked before anything is stored: one fingerprint per case
+    and none of them retired.  Raises EvaluatorError otherwise (the attempt ends errored)."""
+    drawn = harness.draw_controls(seed, size, retired)
+    if len(drawn.cases) != drawn.count:
+        raise EvaluatorError(f"the control set of {harness.task_class} names {len(drawn.cases)} "
+                             f"case fingerprints for {drawn.count} cases")
+    exposed = [case for case in drawn.cases if case in retired]
+    if exposed:
+        raise EvaluatorError(f"the control set of {harness.task_class} holds {len(exposed)} "
+                             f"case(s) an earlier run revealed ({exposed[0][:12]}...): a "
+                             "revealed case is never drawn again (spec 9.6)")
+    if drawn.skipped < 0:
+        raise EvaluatorError(f"the control set of {harness.task_class} skipped "
+                             f"{drawn.skipped} cases")
+    return drawn
 
 
 def _whole(fraction: str) -> int:

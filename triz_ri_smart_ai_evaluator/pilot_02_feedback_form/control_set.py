@@ -25,13 +25,16 @@ import math
 import random
 import secrets
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from faker import Faker
 
-from .checks import INJECTION_MARKERS, has_injection
+from ..errors import EvaluatorError
+from ..evaluation.controls import fingerprint
+from ..harnesses.protocol import Observation
+from .checks import INJECTION_MARKERS, Decision, has_injection
 from .contract import (
     EMAIL_MAX_LENGTH,
     MESSAGE_MAX_LENGTH,
@@ -39,6 +42,8 @@ from .contract import (
     PHONE_MAX_LENGTH,
     validate_submission,
 )
+from .driver import Exchange
+from .scoring import is_scored
 
 LOCALES = (
     "cs_CZ", "de_DE", "fr_FR", "pl_PL", "tr_TR", "vi_VN", "ru_RU", "uk_UA", "el_GR",
@@ -117,10 +122,16 @@ def new_secret_seed() -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class ControlSet:
-    """Scenarios in the scorer's shape, and the private plan kept beside them."""
+    """Scenarios in the scorer's shape, and the private plan kept beside them; ``skipped``
+    is how many drawn scenarios were passed over because an earlier run had revealed them."""
 
     scenarios: tuple[dict[str, Any], ...]
     plan: tuple[dict[str, Any], ...]
+    skipped: int = 0
+
+    def fingerprints(self) -> tuple[str, ...]:
+        """The fingerprint of each scenario, in order (:func:`case_of`)."""
+        return tuple(fingerprint(case_of(s)) for s in self.scenarios)
 
     def scenarios_json(self) -> bytes:
         return _canonical(list(self.scenarios))
@@ -137,6 +148,14 @@ class ControlSet:
         return [(str(p["twin_of"]), str(p["id"])) for p in self.plan if "twin_of" in p]
 
 
+def case_of(scenario: Mapping[str, Any]) -> dict[str, Any]:
+    """What a scenario is for its fingerprint (spec 9.6, 10.1): the four contract fields the
+    application receives, without the run's own id and run token (new in every run, so they
+    would make every case look fresh).  A differential replay is the same case as the
+    scenario it replays; the label (``valid``) follows from the fields."""
+    return {k: scenario.get(k) for k in _FIELDS}
+
+
 def _canonical(doc: Any) -> bytes:
     return json.dumps(doc, ensure_ascii=False, indent=2, sort_keys=True).encode()
 
@@ -144,12 +163,29 @@ def _canonical(doc: Any) -> bytes:
 class _Draw:
     """One seeded drawing session: an RNG and one Faker per locale, nothing global."""
 
-    def __init__(self, seed: bytes) -> None:
+    def __init__(self, seed: bytes, retired: frozenset[str] = frozenset()) -> None:
         # Deterministic from the secret seed, so the set can be re-drawn by whoever holds it;
         # the unpredictability comes from the seed (``secrets``), not from this generator.
         self.rng = random.Random(hashlib.sha256(b"control-set" + seed).digest())  # noqa: S311
         self._fakers: dict[str, Faker] = {}
         self.used_ids: set[str] = set()
+        self.retired = retired
+        self.skipped = 0
+
+    def is_retired(self, scenario: Mapping[str, Any]) -> bool:
+        """Whether an earlier run revealed this scenario (counted as one skip when it did)."""
+        if fingerprint(case_of(scenario)) in self.retired:
+            self.skipped += 1
+            return True
+        return False
+
+    def fresh(self, make: Callable[..., _Row], *args: Any) -> _Row:
+        """``make(self, *args)`` drawn again from the same stream until its scenario is one no
+        earlier run revealed (spec 9.6 "rotated"): with nothing retired, exactly one draw."""
+        while True:
+            row = make(self, *args)
+            if not self.is_retired(row[0]):
+                return row
 
     def faker(self, locale: str) -> Faker:
         fake = self._fakers.get(locale)
@@ -360,31 +396,47 @@ def _row(d: _Draw, p: Mapping[str, Any], category: str, **meta: Any) -> _Row:
     return {"id": sid, "valid": valid, **payload, "run_token": token}, plan
 
 
+def _at_limit(d: _Draw, field: str, offset: int, probe: str) -> _Row:
+    p = d.person()
+    p[field] = d.of_length(field, p["locale"], _LIMITS[field] + offset)
+    return _row(d, p, "valid", boundary=probe)
+
+
+def _multiline_row(d: _Draw) -> _Row:
+    p = d.person()
+    p["message"] = d.multiline(d.faker(p["locale"]))
+    return _row(d, p, "valid", boundary="message_multiline")
+
+
+def _all_max_row(d: _Draw) -> _Row:
+    p = d.person(locale=d.rng.choice(_OTHER_SCRIPT_LOCALES))
+    idn = d.rng.choice(("cyrillic", "cjk", "hangul", "greek", "umlaut"))
+    for field in _FIELDS:
+        p[field] = d.of_length(field, p["locale"], _LIMITS[field], idn)
+    return _row(d, p, "valid", boundary="all_max")
+
+
+def _shaped_row(d: _Draw, local_kind: str | None, domain_kind: str | None,
+                repeat: int) -> _Row:
+    p = d.person(local_kind=local_kind, domain_kind=domain_kind)
+    return _row(d, p, "valid", repeat=repeat)
+
+
 def _valid_rows(d: _Draw, count: int) -> list[_Row]:
     rows = []
     # Issue 12 item 6: every limit exactly, and one below it.
     for field in _FIELDS:
         for offset, probe in ((0, f"{field}_max"), (-1, f"{field}_below_max")):
-            p = d.person()
-            p[field] = d.of_length(field, p["locale"], _LIMITS[field] + offset)
-            rows.append(_row(d, p, "valid", boundary=probe))
-    for _ in range(2):
-        p = d.person()
-        p["message"] = d.multiline(d.faker(p["locale"]))
-        rows.append(_row(d, p, "valid", boundary="message_multiline"))
-    p = d.person(locale=d.rng.choice(_OTHER_SCRIPT_LOCALES))
-    idn = d.rng.choice(("cyrillic", "cjk", "hangul", "greek", "umlaut"))
-    for field in _FIELDS:
-        p[field] = d.of_length(field, p["locale"], _LIMITS[field], idn)
-    rows.append(_row(d, p, "valid", boundary="all_max"))
+            rows.append(d.fresh(_at_limit, field, offset, probe))
+    rows.extend(d.fresh(_multiline_row) for _ in range(2))
+    rows.append(d.fresh(_all_max_row))
     # Issue 12 item 13: each address shape at least once, then drawn freely.
     shapes = [*((k, None) for k in _LOCAL_KINDS), *((None, k) for k in _DOMAIN_KINDS)]
     ordinary = count - len(rows)
     repeats = set(d.rng.sample(range(ordinary), k=min(3, ordinary)))
     for i in range(ordinary):
         local_kind, domain_kind = shapes[i] if i < len(shapes) else (None, None)
-        p = d.person(local_kind=local_kind, domain_kind=domain_kind)
-        rows.append(_row(d, p, "valid", repeat=2 if i in repeats else 1))
+        rows.append(d.fresh(_shaped_row, local_kind, domain_kind, 2 if i in repeats else 1))
     return rows
 
 
@@ -449,20 +501,25 @@ _INVALID: tuple[tuple[str, str, _Breaker], ...] = (
 )
 
 
+def _over_limit(d: _Draw, field: str) -> _Row:
+    p = d.person()
+    p[field] = d.of_length(field, p["locale"], _LIMITS[field] + 1)
+    return _row(d, p, "invalid", violates=f"{field}_too_long", boundary=f"{field}_over_max")
+
+
+def _broken_row(d: _Draw, violates: str, field: str, breaker: _Breaker) -> _Row:
+    p = d.person()
+    p[field] = breaker(d, p)
+    return _row(d, p, "invalid", violates=violates)
+
+
 def _invalid_rows(d: _Draw, count: int) -> list[_Row]:
-    rows = []
-    for field in _FIELDS:  # issue 12 item 6: one past every limit
-        p = d.person()
-        p[field] = d.of_length(field, p["locale"], _LIMITS[field] + 1)
-        rows.append(_row(d, p, "invalid", violates=f"{field}_too_long",
-                         boundary=f"{field}_over_max"))
+    # issue 12 item 6: one past every limit
+    rows = [d.fresh(_over_limit, field) for field in _FIELDS]
     kinds = list(_INVALID)
     d.rng.shuffle(kinds)
     for i in range(count - len(rows)):
-        violates, field, breaker = kinds[i % len(kinds)]
-        p = d.person()
-        p[field] = breaker(d, p)
-        rows.append(_row(d, p, "invalid", violates=violates))
+        rows.append(d.fresh(_broken_row, *kinds[i % len(kinds)]))
     return rows
 
 
@@ -665,13 +722,13 @@ def _adversarial_rows(d: _Draw, count: int) -> list[_Row]:
     eols = list(_EOLS)
     d.rng.shuffle(eols)  # each line ending once among the three header injections
     eol_of = dict(zip(_HEADER_ATTACKS, eols, strict=True))
-    rows = []
-    for i in range(count):
-        kind = kinds[i % len(kinds)]
-        p = d.person()
-        _ATTACKS[kind](d, p, eol_of.get(kind) or d.rng.choice(_EOLS))
-        rows.append(_row(d, p, "adversarial", attack=kind))
-    return rows
+    return [d.fresh(_attack_row, kinds[i % len(kinds)], eol_of) for i in range(count)]
+
+
+def _attack_row(d: _Draw, kind: str, eol_of: Mapping[str, str]) -> _Row:
+    p = d.person()
+    _ATTACKS[kind](d, p, eol_of.get(kind) or d.rng.choice(_EOLS))
+    return _row(d, p, "adversarial", attack=kind)
 
 
 # --- what is added on top of the base ---
@@ -743,9 +800,29 @@ def _twins(d: _Draw, base: list[_Row]) -> list[_Row]:
         twin["valid"] = not validate_submission(twin)
         if twin["valid"] is not scenario["valid"]:
             raise AssertionError(f"twin of {scenario['id']} changes the label")
+        twin = _fresh_twin(d, twin, kept, plan["locale"])
         rows.append((twin, {**plan, "id": twin["id"], "twin_of": scenario["id"],
                             "attack": None, "extra_fields": _retarget(plan["extra_fields"], twin)}))
     return rows
+
+
+def _fresh_twin(d: _Draw, twin: dict[str, Any], kept: str, locale: str) -> dict[str, Any]:
+    """``twin``, or when an earlier run revealed it (spec 9.6), one with another message of
+    the same label drawn from the stream: a short message, or the kept text with one added.
+    Raises EvaluatorError when 100 draws find none (never seen: a case is four fields)."""
+    tries = 0
+    while d.is_retired(twin):
+        while True:
+            tries += 1
+            if tries > 100:
+                raise EvaluatorError(f"no fresh twin of the injected scenario in {tries - 1} "
+                                     "draws")
+            extra = d.short_message(d.faker(locale))
+            other = {**twin, "message": extra if tries % 2 else f"{kept}\n{extra}"}
+            if (not validate_submission(other)) is twin["valid"]:
+                break
+        twin = other
+    return twin
 
 
 def _replays(d: _Draw, base: list[_Row], size: int) -> list[_Row]:
@@ -762,16 +839,21 @@ def _replays(d: _Draw, base: list[_Row], size: int) -> list[_Row]:
     return rows
 
 
-def draw_control_set(seed: bytes, *, size: int = 100) -> ControlSet:
+def draw_control_set(seed: bytes, *, size: int = 100,
+                     retired: frozenset[str] = frozenset()) -> ControlSet:
     """Draw ``size`` (at least 100) base scenarios: 40% valid, 40% invalid, 10% temporary SMTP
     failure, 10% adversarial (pilot 6), labelled by the contract's own validation; then the
     injection twins and the replays, all shuffled together.
+
+    A scenario an earlier run revealed (its fingerprint is in ``retired``, spec 9.6) is never
+    returned: it is drawn again from the same stream and counted in ``skipped``.  The rows are
+    shuffled by the seed, so no position tells a twin, a replay or a category from the rest.
 
     Raises ValueError below 100 scenarios, AssertionError when a drawn label contradicts its
     category (a bug here, never a property of the seed)."""
     if size < 100:
         raise ValueError("pilot 6: at least 100 scenarios per run")
-    d = _Draw(seed)
+    d = _Draw(seed, retired)
     n_fault = size // 10
     n_adv = size // 10
     n_valid = (size - n_fault - n_adv) // 2
@@ -783,4 +865,36 @@ def draw_control_set(seed: bytes, *, size: int = 100) -> ControlSet:
     _add_extra_fields(d, base, size)
     rows = [*base, *_twins(d, base), *_replays(d, base, size)]
     d.rng.shuffle(rows)
-    return ControlSet(tuple(s for s, _ in rows), tuple(p for _, p in rows))
+    return ControlSet(tuple(s for s, _ in rows), tuple(p for _, p in rows), d.skipped)
+
+
+def observation(scenarios: Sequence[Mapping[str, Any]], plan: Mapping[str, Mapping[str, Any]],
+                decided: Mapping[str, Decision], submissions: Mapping[str, Sequence[Exchange]],
+                public_tests: Mapping[str, str]) -> Observation | None:
+    """Known suite against hidden control (spec 4.7, 9.8, 11.16).
+
+    * known: the starting repository's own public tests, which the candidate can read and run,
+      passing on the candidate's tree (``got.public_tests``; a test not run counts as not
+      passed);
+    * hidden: the run's fresh scenarios the basic scorer judges (:func:`.scoring.is_scored`:
+      not the temporary SMTP failures, which Recovery judges with more than one admissible
+      end, nor the twins and replays, which the critical layer compares), each passed when it
+      ended as the contract says: a valid one delivered exactly once with its four fields
+      exact and a final 2xx answer, an invalid one delivered never with a final 4xx answer.
+
+    None when the repository has no public test (nothing known to compare against)."""
+    if not public_tests:
+        return None
+    known = sum(outcome == "PASSED" for outcome in public_tests.values())
+    scored = [s for s in scenarios if is_scored(plan[str(s["id"])])]
+    passed = 0
+    for s in scored:
+        sid = str(s["id"])
+        posts = submissions.get(sid, ())
+        code = posts[-1].status_code if posts else None
+        d = decided[sid]
+        if s["valid"]:
+            passed += d.delivered == 1 and d.fields_ok and code is not None and 200 <= code < 300
+        else:
+            passed += d.delivered == 0 and code is not None and 400 <= code < 500
+    return Observation(known=f"{known}/{len(public_tests)}", hidden=f"{passed}/{len(scored)}")

@@ -41,7 +41,7 @@ from ..ledger.store import LedgerStore
 from ..signal.result import Signal
 from . import candidate as cand
 from . import report, scoring
-from .control_set import draw_control_set
+from .control_set import draw_control_set, observation
 from .driver import Exchange
 from .judging import (
     SEED_COMMITMENT_TAG,
@@ -94,13 +94,17 @@ class FeedbackFormHarness:
         return Prepared(prepared.digest, prepared.patch_sha256, artefact, (prepared, scope),
                         {"source": prepared.source, "candidate_sha256": prepared.digest})
 
-    def draw_controls(self, seed: bytes, size: int) -> Controls:
-        """Pilot 6: drawn from a seed the candidate cannot know, kept outside the sandbox."""
-        control = draw_control_set(seed, size=size)
+    def draw_controls(self, seed: bytes, size: int, retired: frozenset[str]) -> Controls:
+        """Pilot 6: drawn from a seed the candidate cannot know, kept outside the sandbox;
+        never a scenario an earlier run revealed (spec 9.6, :func:`.control_set.case_of`).
+        The rows are shuffled by the seed, so no position tells a category, a twin or a
+        replay from the rest."""
+        control = draw_control_set(seed, size=size, retired=retired)
         scenarios = [dict(s) for s in control.scenarios]
         plan = {str(p["id"]): dict(p) for p in control.plan}
         return Controls(report.json_bytes({"scenarios": scenarios, "plan": plan}),
-                        len(scenarios), (scenarios, plan))
+                        len(scenarios), (scenarios, plan), control.fingerprints(),
+                        control.skipped)
 
     def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:
         t0 = time.monotonic()
@@ -176,7 +180,9 @@ class FeedbackFormHarness:
             summary={**shared, "candidate_digest_after": digest_after,
                      "pilot_pass_pending": pending, "aborted": got.aborted,
                      "seconds": round(elapsed, 3)},
-            state=_Run(scenarios, plan, decided, got.submissions, scorer, files))
+            state=_Run(scenarios, plan, decided, got.submissions, scorer, files),
+            observation=observation(scenarios, plan, decided, got.submissions,
+                                    got.public_tests))
 
     def publish(self, bundle: Path, outcome: Outcome, summary: Mapping[str, Any],
                 signal: Signal) -> None:

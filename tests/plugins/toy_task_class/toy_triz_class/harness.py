@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from triz_ri_smart_ai_evaluator.errors import InputError
+from triz_ri_smart_ai_evaluator.evaluation.controls import fingerprint
 from triz_ri_smart_ai_evaluator.harnesses.protocol import (
     Controls,
     Outcome,
@@ -44,10 +45,22 @@ class ToySumHarness:
         digest = hashlib.sha256(raw).hexdigest()
         return Prepared(digest, digest, raw, doc["op"])
 
-    def draw_controls(self, seed: bytes, size: int) -> Controls:
+    def draw_controls(self, seed: bytes, size: int, retired: frozenset[str]) -> Controls:
+        """``size`` pairs from the seed; a pair an earlier run revealed is skipped and the
+        next one drawn from the same stream (a case is the pair ``[a, b]``)."""
         rng = random.Random(seed)
-        pairs = [(rng.randint(-999, 999), rng.randint(-999, 999)) for _ in range(size)]
-        return Controls(json.dumps(pairs).encode(), len(pairs), pairs)
+        pairs: list[tuple[int, int]] = []
+        cases: list[str] = []
+        skipped = 0
+        while len(pairs) < size:
+            pair = (rng.randint(-999, 999), rng.randint(-999, 999))
+            case = fingerprint(list(pair))
+            if case in retired:
+                skipped += 1
+                continue
+            pairs.append(pair)
+            cases.append(case)
+        return Controls(json.dumps(pairs).encode(), len(pairs), pairs, tuple(cases), skipped)
 
     def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:
         op = OPERATIONS.get(prepared.state)
