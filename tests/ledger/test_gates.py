@@ -134,16 +134,31 @@ def test_limited_to_training_needs_a_window_of_awards_and_watched_checks(
                                                     HARNESS)[0]
 
 
-def test_a_class_suspended_for_an_exploit_returns_only_under_a_fixed_rules_version(
+def test_a_class_suspended_for_an_exploit_is_readmitted_only_by_the_procedure(
         store: SqliteStore) -> None:
+    """spec 9.11 step 7: no mode change lifts the exploit's suspension, not even to shadow;
+    the procedure's readmission (to shadow, under the fixed rules) does."""
     _audit(store)
     _mode(store, "suspended", exploit="x-1")
-    [reason] = _unmet(store, "limited")
-    assert "exploit x-1" in reason
-    assert "publish a fixed rules version" in reason
+    for target in ("shadow", "limited", "training"):
+        assert any("only the exploit procedure readmits it" in r for r in _unmet(store, target))
     fixed = "d4" * 32
+    # What `exploit respond` records once the transfer test passed under the fixed version.
+    loop.set_mode(store, CLASS, "shadow", cause="recovery", exploit="x-1", rules_version=fixed,
+                  reason="transfer test passed", at=T0 + _at())
+    [reason] = gates.unmet(store, CLASS, "limited", fixed, HARNESS)
+    assert "no passing audit.report" in reason  # spec 9.11 step 6: a repeated audit
     _audit(store, rules=fixed)
     assert gates.unmet(store, CLASS, "limited", fixed, HARNESS) == []
+
+
+@pytest.mark.parametrize("frm", ["suspended", "shut_down"])
+def test_shadow_after_an_owners_stop_is_not_gated(store: SqliteStore, frm: str) -> None:
+    """Shadow uses nothing for training: bringing a stopped class back to measurement needs no
+    audit; only the steps into training use do."""
+    _mode(store, frm)
+    assert _unmet(store, "shadow") == []
+    assert "no passing audit.report" in _unmet(store, "limited")[0]
 
 
 def test_an_unknown_mode_is_refused(store: SqliteStore) -> None:

@@ -4,7 +4,8 @@ item 8).
 Pilot 10: "The signal is used in shadow mode before limited training."  A class climbs
 ``shadow -> limited -> training`` one step at a time, and each step up is gated by what the
 ledger holds; a step down (to ``limited``, ``shadow``, ``suspended`` or ``shut_down``) is never
-gated, because the owner must always be able to restrict or stop a class (spec 9.19).
+gated, because the owner must always be able to restrict or stop a class (spec 9.19).  Back
+to ``shadow`` from ``suspended`` or ``shut_down`` needs only condition 3: shadow uses nothing.
 
 To ``limited`` (from ``shadow``, ``suspended`` or ``shut_down``):
 
@@ -13,8 +14,9 @@ To ``limited`` (from ``shadow``, ``suspended`` or ``shut_down``):
    same versions withdraws it - :func:`loop.passing_audit`);
 2. none of the class's last :data:`WINDOW` divergence checks tripped (spec 4.7, 9.8: the
    divergence must be gone, not merely old);
-3. a class suspended for an exploit under a rules version returns only under another one (spec
-   9.11 step 7: return only after a fixed version is published).
+3. a class the exploit procedure suspended is readmitted only by that procedure (``triz-eval
+   exploit respond``: to ``shadow``, once a fixed rules version passed the transfer test; spec
+   9.11 step 7), never by a mode change - this one also holds for a step up to ``shadow``.
 
 To ``training`` (only from ``limited``), additionally:
 
@@ -77,6 +79,12 @@ def unmet(store: LedgerStore, task_class: str, target_mode: str, rules_version: 
     if _rank(target_mode) <= _rank(state.mode) or target_mode in ("suspended", "shut_down"):
         return []  # spec 9.19: restricting or stopping a class is never gated
     reasons: list[str] = []
+    if state.cause == "exploit":
+        reasons.append(f"{task_class} is {state.mode} for exploit {state.exploit}: only the "
+                       "exploit procedure readmits it, to shadow, once a fixed rules version "
+                       "passed the transfer test (spec 9.11 step 7; `triz-eval exploit respond`)")
+    if target_mode == "shadow":
+        return reasons
     if target_mode == "training" and state.mode != "limited":
         reasons.append(f"{task_class} is {state.mode}: it goes to limited before training "
                        "(pilot 10: shadow mode before limited training)")
@@ -90,9 +98,6 @@ def unmet(store: LedgerStore, task_class: str, target_mode: str, rules_version: 
         reasons.append(f"{len(tripped)} of the last {len(recent)} divergence checks tripped "
                        f"(latest at seq {tripped[-1].seq}: {tripped[-1].data.get('reason')}; "
                        "spec 4.7, 9.8)")
-    if state.cause == "exploit" and state.rules_version == rules_version:
-        reasons.append(f"{task_class} was {state.mode} for exploit {state.exploit} under rules "
-                       f"{rules_version[:12]}: publish a fixed rules version first (spec 9.11)")
     if target_mode == "training" and state.mode == "limited" and state.seq is not None:
         awards = limited_awards(store, task_class, state.seq)
         if awards < MIN_LIMITED_AWARDS:
