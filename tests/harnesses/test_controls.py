@@ -8,26 +8,36 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
 
-from triz_ri_smart_ai_evaluator.defect_fix import reference
+from triz_ri_smart_ai_evaluator.defect_fix import reference, scoring
 from triz_ri_smart_ai_evaluator.defect_fix.harness import HARNESS as DEFECT_FIX
+from triz_ri_smart_ai_evaluator.defect_fix.harness import observation as dfx_observation
+from triz_ri_smart_ai_evaluator.defect_fix.repo import Changes
+from triz_ri_smart_ai_evaluator.defect_fix.traffic import Exchange as DfxExchange
 from triz_ri_smart_ai_evaluator.errors import ExternalError, InputError
 from triz_ri_smart_ai_evaluator.evaluation import controls, loop
 from triz_ri_smart_ai_evaluator.harnesses import runner
 from triz_ri_smart_ai_evaluator.harnesses.protocol import (
     Controls,
+    Observation,
     Outcome,
     Prepared,
     RunContext,
     RunOptions,
 )
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
+from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.checks import Decision
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.control_set import (
     case_of,
     draw_control_set,
 )
+from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.control_set import (
+    observation as pilot_observation,
+)
+from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.driver import Exchange as P02Exchange
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.harness import HARNESS as PILOT_02
 
 from ._toy import HARNESS, ToySumHarness, candidate, kinds
@@ -217,3 +227,50 @@ def test_a_run_that_breaks_after_the_draw_still_retires_its_cases(store, tmp_pat
     assert revealed["seq"] > errored  # the attempt ended before anything was revealed
     assert controls.retired(store, HARNESS.task_class) == frozenset(
         HARNESS.draw_controls(seed, 8, frozenset()).cases)
+
+
+# -- the bundled classes' observations --------------------------------------------------------
+
+def _post(sid: str, status: int) -> P02Exchange:
+    return P02Exchange(sid, "POST", "/contact", {}, status, {}, "", "t0", "t1", None)
+
+
+def test_pilot_02_observes_public_tests_against_scored_scenarios_ending_as_the_contract_says():
+    scenarios = [{"id": sid, "valid": valid, "run_token": f"tok-{sid}"}
+                 for sid, valid in (("ok", True), ("lost", True), ("refused", False),
+                                    ("let_in", False), ("twin", True), ("fault", True))]
+    plan = {"ok": {}, "lost": {}, "refused": {}, "let_in": {}, "twin": {"twin_of": "ok"},
+            "fault": {"smtp_fault": "first_attempt_451"}}
+    decided = {"ok": Decision(1, True, True), "lost": Decision(0, True, False),
+               "refused": Decision(0, False, False), "let_in": Decision(1, True, True),
+               "twin": Decision(0, False, False), "fault": Decision(0, False, False)}
+    posts = {"ok": [_post("ok", 200)], "lost": [_post("lost", 200)],
+             "refused": [_post("refused", 422)], "let_in": [_post("let_in", 200)],
+             "twin": [_post("twin", 500)], "fault": [_post("fault", 500)]}
+    public = {"tests/test_a.py::t1": "PASSED", "tests/test_a.py::t2": "FAILED",
+              "tests/test_b.py::t3": "NOT RUN"}
+    seen = pilot_observation(scenarios, plan, decided, posts, public)
+    # twins and temporary SMTP failures are judged elsewhere: four scored, two ended right
+    assert seen == Observation(known="1/3", hidden="2/4")
+    assert pilot_observation(scenarios, plan, decided, posts, {}) is None
+
+
+def _recorded(regression: dict[str, str], traffic: list[DfxExchange],
+              hidden: dict[str, str]) -> scoring.Recorded:
+    return scoring.Recorded(
+        changes=Changes((), (), (), (), (), ()), regression=regression,
+        hidden_candidate=hidden, hidden_base={}, added_candidate={}, added_base={},
+        traffic=traffic, probe=[], reproduction_ids=list(hidden), new_static_findings={},
+        recurrence_reports=0, ci_minutes=Decimal(0))
+
+
+def test_defect_fix_observes_supplied_tests_against_fresh_orders_answered_correctly():
+    cases = {"reproduction": [{"id": "r000"}, {"id": "r001"}],
+             "ordinary": [{"id": "o000"}, {"id": "o001"}, {"id": "o002"}]}
+    traffic = [DfxExchange(case, "ordinary", 200, {}, Decimal(5), case != "o002")
+               for case in ("r000", "r001", "o000", "o001", "o002")]
+    # r000 fixed (test passes, served right); r001 fails its hidden test; o002 served wrong
+    recorded = _recorded({"tests/test_pricing.py::t": "PASSED", "tests/test_app.py::t": "FAILED"},
+                         traffic, {"r000": "PASSED", "r001": "FAILED"})
+    assert dfx_observation(recorded, cases) == Observation(known="1/2", hidden="3/5")
+    assert dfx_observation(_recorded({}, traffic, {}), cases) is None
