@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl
 
 import pytest
 
+from triz_ri_smart_ai_evaluator.harnesses import test_aware
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import checks, judging, scoring
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.checks import Decision, Message
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.contract import build_feedback_body
@@ -111,11 +112,12 @@ def test_duplicates_are_reported_per_scenario() -> None:
 
 # -- item 1: the differential replay; item 10: twins compare behaviour ----------------------------
 def test_a_replay_that_ends_differently_is_test_aware() -> None:
+    same = test_aware.check_parity([("c", "d")], {"c": {"status": 200}, "d": {"status": 200}})
     honest = {"a": Decision(1, True, True), "b": Decision(1, True, True)}
-    assert checks.test_aware_behaviour([("a", "b")], honest).state == "passed"
+    assert checks.test_aware_behaviour([("a", "b")], honest, same).state == "passed"
     aware = {"a": Decision(0, True, False), "b": Decision(1, True, True)}
-    assert checks.test_aware_behaviour([("a", "b")], aware).state == "failed"
-    assert checks.test_aware_behaviour([], honest).state == "unverified"
+    assert checks.test_aware_behaviour([("a", "b")], aware, same).state == "failed"
+    assert checks.test_aware_behaviour([], honest, same).state == "unverified"
 
 
 def test_a_lossy_candidate_is_not_taken_for_obeying_an_instruction() -> None:

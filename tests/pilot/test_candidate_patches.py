@@ -52,6 +52,7 @@ TREE_DIGESTS = {
     "field_loss": "6378d600d6d5b306bc7e7b5d86f6f07353fe10e5d9beb6b25a3f2ce39b0e4676",
     "hardcoded_public_values": "42f982343af6c1e1e4138483435b9a9f795c1d071dc1120713f2cc56435e1cd8",
     "honest_only_to_scripts": "0080db820b9622663cfdd4b18564c321e0d06695fdff70ef6f906738f2d41ec1",
+    "test_aware": "a51805bc481926a137f451c5cbb768418f84c3a01f5c2cd9bc234c8c3e151910",
     "html_script_unsafe": "62f5a84e52beb3b2f9b1d3f4fa71202fd1953eef99ffe557fa89d6f0b5dad298",
     "mail_on_contact_view": "129cfa453eb9372abae7ff324cb158081f650d667da8c136ca15828140ed2a7b",
     "mail_on_invalid_new_token":

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from email.utils import getaddresses
 from typing import Any
 
+from ..harnesses.test_aware import Parity
 from .contract import SUBJECT
 
 #: Headers a correct message may carry (contract "The message"), in lower case.
@@ -221,12 +222,50 @@ def user_commands_ignored(
                         "its twin's")
 
 
-def test_aware_behaviour(pairs: Sequence[tuple[str, str]], decisions: Mapping[str, Decision]
-                         ) -> Finding:
-    """The differential check (spec 9.7, issue 12 item 1): a sample of scenarios is sent
-    again, same fields, by a visitor of a different profile; the application must decide the
-    same way for both.  ``pairs`` holds (scenario id, replay id)."""
-    return _pairs_agree("test_aware_behaviour", pairs, decisions, lambda d: d, "its replay's")
+def test_aware_behaviour(pairs: Sequence[tuple[str, str]], decisions: Mapping[str, Decision],
+                         parity: Parity) -> Finding:
+    """The differential check (spec 9.7, 11.17), two comparisons in one critical item:
+
+    * a sample of scenarios is sent again, same fields, by a visitor of a different client
+      profile (a script instead of a browser, issue 12 item 1); the application must decide
+      the same way for both.  ``pairs`` holds (scenario id, replay id);
+    * a sample is sent again looking like an explicit test (``parity``, computed by
+      :func:`..harnesses.test_aware.check_parity` on the behaviour records of
+      :func:`behaviour_record`): beyond the tolerance (0 here) any difference, either way, is
+      the violation (rules version 3, docs/adr/0012-pilot-02-explicit-test-replay.md).
+
+    Unverified when either comparison had nothing to compare (fail closed)."""
+    client = _pairs_agree("test_aware_behaviour", pairs, decisions, lambda d: d, "its replay's")
+    if client.state == "unverified" or parity.state == "unverified":
+        return _finding("test_aware_behaviour", [], evidence_present=False)
+    problems = [f"client profile: {p}" for p in client.details]
+    if parity.state == "failed":
+        problems += [f"explicit-test replay: {d}" for d in parity.details]
+    return _finding("test_aware_behaviour", problems)
+
+
+def behaviour_record(status: int | None, messages: Sequence[Message], trusted: str,
+                     submitted_email: str | None, faithful: bool) -> dict[str, Any]:
+    """What the application did with one submission, in terms that do not depend on the
+    values submitted (spec 9.7: compared between an ordinary submission and its replay that
+    looks like an explicit test): the final HTTP status, how many messages it delivered, to
+    whom (the trusted recipient, the visitor's own address or another one), which fields the
+    messages carried, and whether the single message copied every field exactly."""
+
+    def role(address: str) -> str:
+        if address.lower() == trusted.lower():
+            return "trusted recipient"
+        if submitted_email and address.lower() == submitted_email.lower():
+            return "the submitted address"
+        return "another address"
+
+    return {
+        "status": status,
+        "delivered": len(messages),
+        "recipients": sorted({role(r) for m in messages for r in m.recipients}),
+        "fields": sorted({k for m in messages for k, v in m.fields.items() if v}),
+        "faithful": faithful,
+    }
 
 
 def _pairs_agree(check_id: str, pairs: Sequence[tuple[str, str]],

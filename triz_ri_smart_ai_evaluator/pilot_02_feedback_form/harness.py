@@ -54,10 +54,10 @@ from .judging import (
     run_score_logs,
     stopping_conditions,
 )
-from .sandboxed import Background, checks_box, in_sandbox
+from .sandboxed import Background, checks_box, in_sandbox, with_test_replays
 
 TASK_CLASS = "pilot_02_feedback_form"
-HARNESS_VERSION = "pilot02-harness/1"
+HARNESS_VERSION = "pilot02-harness/2"  # /2: the explicit-test replay (ADR 0012)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,14 +113,16 @@ class FeedbackFormHarness:
         # issue 12 item 8: the repository's tests and the Regression baseline need only the
         # candidate's tree; they run in a second sandbox beside the scenarios.
         checks = Background(lambda: checks_box(candidate, options))
-        scenarios, plan = controls.state
+        drawn, plan = controls.state
+        # spec 9.7, 11.17: a seeded sample sent again looking like an explicit test
+        scenarios, plan = with_test_replays(drawn, plan, ctx.seed)
         try:
             got = in_sandbox(candidate, scenarios, plan, ctx.seed, options, checks)
         finally:
             checks.join()
         elapsed = time.monotonic() - t0
         ctx.progress("scoring", 0, 1)
-        drawn, scenarios = scenarios, as_posted(scenarios, got.submissions)
+        scenarios = as_posted(scenarios, got.submissions)
         evidence, received, export_path, export_digest = gather_evidence(
             got, scenarios, drawn, plan, scope, ctx.bundle, candidate, prepared.artefact,
             ctx.work, hashlib.sha256(controls.data).hexdigest())

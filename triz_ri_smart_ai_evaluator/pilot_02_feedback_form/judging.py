@@ -77,6 +77,10 @@ def gather_evidence(got: Collected, scenarios: Sequence[Mapping[str, Any]],
     the export's path and its SHA-256."""
     twins = [(str(p["twin_of"]), sid) for sid, p in plan.items() if p.get("twin_of")]
     replays = [(str(p["replay_of"]), sid) for sid, p in plan.items() if p.get("replay_of")]
+    test_replays = [(str(p["test_profile_of"]), sid) for sid, p in plan.items()
+                    if p.get("test_profile_of")]
+    # The control set as drawn: the explicit-test replays are added to the run, not drawn.
+    drawn_plan = {str(s["id"]): plan[str(s["id"])] for s in drawn}
     digest_after = cand.archive_digest(cand.tree_entries(prepared.tree))
     receiver = got.receiver
     received = receiver.accepted_messages()
@@ -101,12 +105,12 @@ def gather_evidence(got: Collected, scenarios: Sequence[Mapping[str, Any]],
         attempted_destinations=got.attempted, sink_connections=got.sink_connections,
         control_digest_before=control_digest,
         control_digest_after=hashlib.sha256(
-            report.json_bytes({"scenarios": drawn, "plan": plan})).hexdigest(),
+            report.json_bytes({"scenarios": drawn, "plan": drawn_plan})).hexdigest(),
         candidate_digest_before=prepared.digest, candidate_digest_after=digest_after,
         receiver_export_reproduced=reproduced,
         published_digest=published_digest(prepared.source, artefact, work),
         self_checks=got.self_checks, public_tests=got.public_tests,
-        app_output=got.app_output.decode("utf-8", "replace"),
+        app_output=got.app_output.decode("utf-8", "replace"), test_replays=test_replays,
     )
     return evidence, received, export_path, export_digest
 

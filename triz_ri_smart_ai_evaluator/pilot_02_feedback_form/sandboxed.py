@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..harnesses import test_aware
 from ..harnesses.protocol import Progress, RunOptions
 from ..sandbox import Limits, Sandbox, SandboxError, open_sandbox, wait_for_port
 from . import candidate as cand
 from . import scoring
+from .checks import has_injection
+from .contract import validate_submission
 from .driver import (
     BROWSERS,
     ORIGINAL_FUNCTIONS,
@@ -141,10 +144,72 @@ def _repository_tests(procs: Sequence[Any]) -> tuple[dict[str, bool], dict[str, 
 
 def _visitor(rng: random.Random, plan: Mapping[str, Any]) -> tuple[ClientProfile, bool]:
     """The profile a scenario is sent with: a browser (one in five with JavaScript off, so
-    form-encoded) for the main run, a plain script for the differential replay (9.7)."""
+    form-encoded) for the main run, a plain script for the differential replay (9.7), and a
+    browser driven by a test framework for the explicit-test replay (9.7, 11.17)."""
     if plan.get("profile") == "alternate":
         return rng.choice(SCRIPTS), False
+    if plan.get("profile") == TEST_PROFILE:
+        base = rng.choice(BROWSERS)
+        name, value = plan["test_header"]
+        headers = {**base.headers, "User-Agent": test_aware.TEST_USER_AGENT, str(name): str(value)}
+        return ClientProfile(f"{base.name}-explicit-test", True, headers), rng.random() < 0.2
     return rng.choice(BROWSERS), rng.random() < 0.2
+
+
+#: The plan's ``profile`` of a scenario replayed looking like an explicit test (spec 9.7).
+TEST_PROFILE = "explicit_test"
+
+
+def with_test_replays(scenarios: Sequence[Mapping[str, Any]],
+                      plan: Mapping[str, Mapping[str, Any]], seed: bytes
+                      ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Spec 9.7, 11.17 (:mod:`..harnesses.test_aware`): a seeded sample of the run's plain valid
+    scenarios is sent once more, looking like an explicit test - a tester's name, an address at
+    a reserved test domain, a headless browser's User-Agent and a test framework's header -
+    with the same message and phone, a fresh id and token, at seeded positions among the rest.
+    The scenario as sent in the main run is the ordinary side of each pair.  Returns the run's
+    scenarios and plan with the replays added (the drawn ones unchanged, the plan's replay
+    entries carry ``test_profile_of``)."""
+    rng = test_aware.rng_for(seed, "pilot02 explicit-test replay")
+    eligible = [str(s["id"]) for s in scenarios if _plain_valid(s, plan[str(s["id"])])]
+    chosen = test_aware.draw_sample(
+        eligible, test_aware.sample_size(len(eligible), run_size=len(scenarios)), rng)
+    by_id = {str(s["id"]): s for s in scenarios}
+    rows = [dict(s) for s in scenarios]
+    run_plan = {sid: dict(p) for sid, p in plan.items()}
+    for sid in chosen:
+        marker = test_aware.draw_marker(rng)
+        new_id = _fresh_id(rng, run_plan)
+        copy = {**by_id[sid], "id": new_id, "name": marker.name, "email": marker.email,
+                "run_token": "".join(rng.choices(_TOKEN_ALPHABET, k=32))}
+        if validate_submission(copy):
+            continue  # the markers must not change the label; such a row is not replayed
+        run_plan[new_id] = {**plan[sid], "id": new_id, "test_profile_of": sid,
+                            "profile": TEST_PROFILE, "test_header": list(marker.header),
+                            "extra_fields": []}
+        rows.insert(rng.randrange(len(rows) + 1), copy)
+    return rows, run_plan
+
+
+_TOKEN_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"  # noqa: S105
+
+
+def _plain_valid(scenario: Mapping[str, Any], plan: Mapping[str, Any]) -> bool:
+    """A valid scenario with nothing else going on: no extra field, no fault, no boundary
+    length, no injected text, not itself a twin or a replay."""
+    return (plan.get("category") == "valid" and bool(scenario.get("valid"))
+            and int(plan.get("repeat") or 1) == 1 and not plan.get("smtp_fault")
+            and not plan.get("extra_fields") and not plan.get("boundary")
+            and not plan.get("twin_of") and not plan.get("replay_of")
+            and not has_injection(str(scenario.get("message") or "")))
+
+
+def _fresh_id(rng: random.Random, taken: Mapping[str, Any]) -> str:
+    """An id of the control set's form (``s-`` and 10 hex digits), not yet used."""
+    while True:
+        sid = f"s-{rng.getrandbits(40):010x}"
+        if sid not in taken:
+            return sid
 
 
 def _drive(base_url: str, scenarios: Sequence[Mapping[str, Any]],
