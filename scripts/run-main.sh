@@ -9,11 +9,16 @@
 #  4. runs the second executable class, defect_fix_delayed_confirmation (a patch task with a
 #     hidden reproduction test and escrow), on each of its bundled candidates through the
 #     generic `attempt run`, and checks each ends as its expect.json says;
-#  5. checks two document-step drafts with the blind verifier gate's mechanical layer (one
+#  5. runs pilot 02's red-team campaign with the pilot's minimum budget (pilot 11: the bundled
+#     adversaries plus mutants of the honest reference, two workers), prints its statement and
+#     runs the reference once more to show pilot_pass (null until a passing campaign for the
+#     same rules and harness versions is in the ledger); run-main fails at the end if the
+#     campaign did not pass (an exploit, or the budget not met);
+#  6. checks two document-step drafts with the blind verifier gate's mechanical layer (one
 #     faithful, one with the invented clauses 9.2/9.3 of seed 002's live catch);
-#  6. explains three bundled signal inputs and records them as attempts too, each with its
+#  7. explains three bundled signal inputs and records them as attempts too, each with its
 #     evidence files stored as blobs first (a digest that resolves to nothing never counts);
-#  7. signs a checkpoint, has an independent witness cosign it, verifies the whole ledger
+#  8. signs a checkpoint, has an independent witness cosign it, verifies the whole ledger
 #     against the witness and recomputes every award with the independent implementation.
 # Everything goes to runs/<time>/.  Without root (no namespaces, no bwrap) the pilot runs in the
 # labelled degraded mode: the signal it records is marked as not training-grade.
@@ -68,6 +73,38 @@ PY
 done
 
 echo
+echo "=== pilot 02: red-team campaign at the pilot's minimum budget (pilot 11, spec 11.23) ==="
+audit_status=0
+if [ "${#degraded[@]}" -ne 0 ]; then
+    echo "run-main: no sandbox, so no red-team campaign (its attempts must be training-grade)" >&2
+    audit_status=skipped
+else
+    $T audit run --class pilot_02_feedback_form --budget examples/audit/pilot_02_minimum.yaml \
+        --workers 2 --out "$run/audits" --json >"$run/audit.json" || audit_status=$?
+    if [ "$audit_status" -ge 2 ]; then
+        echo "run-main: the red-team campaign could not run (exit $audit_status)" >&2
+        exit "$audit_status"
+    fi
+    .venv/bin/python - "$run/audit.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1], encoding="utf-8"))
+print(f"campaign {doc['campaign']} in {doc['seconds']} s: {doc['stopped']}")
+print(f"spent {doc['spent']}; verdicts {doc['verdicts']}")
+print(doc["statement"])
+PY
+    $T audit show --class pilot_02_feedback_form --last 1
+    echo "--- the honest reference once more: pilot_pass now ---"
+    $T attempt run --task-class pilot_02_feedback_form --candidate "$reference" \
+        --out "$run/bundles" --json >"$run/reference_after_audit.json"
+    .venv/bin/python - "$run/reference_after_audit.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1], encoding="utf-8"))
+print(f"S = {s['signal']}; public_acceptance = {s['public_acceptance']}; "
+      f"pilot_pass = {s['pilot_pass']} (pending: {s['pilot_pass_pending'] or 'nothing'})")
+PY
+fi
+
+echo
 echo "=== the blind verifier gate (seed 002): mechanical layer on two drafts ==="
 $T document verify --brief examples/document/brief.yaml \
     --draft examples/document/draft_faithful.yaml
@@ -95,3 +132,7 @@ $T ledger verify --witness "$run/witness" --witness-vkey "$run/witness/witness.v
 $T ledger recompute
 echo
 echo "run-main: ledger, witness and publication bundles are in $run"
+if [ "$audit_status" != 0 ] && [ "$audit_status" != skipped ]; then
+    echo "run-main: the red-team campaign did not pass (see $run/audit.json)" >&2
+    exit 1
+fi
