@@ -54,6 +54,9 @@ def _register_trust_record() -> None:
     from .loop import loop_app  # noqa: PLC0415
 
     app.add_typer(loop_app, name="loop", no_args_is_help=True)
+    from .exploit import exploit_app  # noqa: PLC0415
+
+    app.add_typer(exploit_app, name="exploit", no_args_is_help=True)
     from .harness import attempt_run_command, pilot_app  # noqa: PLC0415
 
     attempt_app.command("run")(attempt_run_command)

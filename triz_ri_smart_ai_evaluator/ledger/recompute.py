@@ -528,6 +528,11 @@ class _Ledger:
     modes: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     included_at: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     loop_at: dict[str, _LoopView] = field(default_factory=dict)
+    #: Per attempt, the seqs of ``quarantine.changed`` (quarantined) after its award, and every
+    #: ``training.included`` after its first: each must be a recall notice (spec 9.11; issue 15).
+    quarantined_after: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    notices: dict[str, list[tuple[int, dict[str, Any]]]] = field(
+        default_factory=lambda: defaultdict(list))
 
     def read(self, ev: dict[str, Any]) -> None:
         kind, data, attempt = ev["kind"], ev["data"], ev["attempt"]
@@ -541,9 +546,13 @@ class _Ledger:
             self.initiated[attempt] = data
         elif kind == "measurement.raw":
             self.raw[attempt].append((ev["seq"], data))
-        elif (kind == "quarantine.changed" and data.get("status") == "quarantined"
-              and "award.decision" not in self.written[attempt]):
-            self.quarantined.add(attempt)
+        elif kind == "quarantine.changed" and data.get("status") == "quarantined":
+            if "award.decision" not in self.written[attempt]:
+                self.quarantined.add(attempt)
+            else:  # a later quarantine never changes the award-time decision, only recalls it
+                self.quarantined_after[attempt].append(int(ev["seq"]))
+        elif kind == "training.included" and kind in self.written[attempt]:
+            self.notices[attempt].append((int(ev["seq"]), data))
         elif kind == "evidence.stored" and "award.decision" not in self.written[attempt]:
             self.stored[attempt].append((data, ev["actor"]))  # only what the award could see
         elif kind == "class.mode_changed":
@@ -584,11 +593,40 @@ def _loop_decision(training: dict[str, Any], task_class: str, view: _LoopView | 
     return {**training, "included": False, "class_mode": mode, "withheld": withheld}
 
 
+def _recall_problems(training: dict[str, Any], notices: list[tuple[int, dict[str, Any]]],
+                     quarantined_after: list[int]) -> list[str]:
+    """What is wrong with the ``training.included`` events after an attempt's first (spec
+    9.11 step 2): the only later one allowed is one recall notice, of an attempt that went into
+    training, after a quarantine of it, saying exactly that it is no longer included."""
+    problems = []
+    for n, (seq, data) in enumerate(notices):
+        expected = {"included": False, "mode": training["mode"],
+                    "verified": training["verified"], "quarantined": True,
+                    "task_class": training["task_class"], "recall": data.get("recall")}
+        if not isinstance(data.get("recall"), str) or not data["recall"]:
+            problems.append(f"training.included at seq {seq} is a second decision, not a recall")
+        elif n > 0:
+            problems.append(f"training.included at seq {seq} recalls the attempt again")
+        elif training["included"] is not True:
+            problems.append(f"training.included at seq {seq} recalls an attempt that never went "
+                            "into training")
+        elif not any(q < seq for q in quarantined_after):
+            problems.append(f"training.included at seq {seq} recalls an attempt that was not "
+                            "quarantined before")
+        elif canonical_json(data) != canonical_json(expected):
+            problems.append(f"training.included at seq {seq} differs from the recall notice "
+                            "recompute expects")
+    return problems
+
+
 def recompute_ledger(store: LedgerStore) -> RecomputeReport:
     """Replay every attempt with an award, in ledger order, and compare byte for byte with what
     was written: the evidence resolution, indicators, award (with every violation and the
-    rework credit of its instance) and the training decision.  Raises IntegrityError naming
-    the event when a raw measurement of such an attempt does not fit its model."""
+    rework credit of its instance) and the training decision made at the award.  A later
+    quarantine never changes that decision; a later ``training.included`` must be the one
+    recall notice of the exploit procedure (see :func:`_recall_problems`).  Raises
+    IntegrityError naming the event when a raw measurement of such an attempt does not fit its
+    model."""
     report = RecomputeReport()
     log = _Ledger()
     for ev in _events(store):
@@ -623,6 +661,11 @@ def recompute_ledger(store: LedgerStore) -> RecomputeReport:
         if attempt in log.quarantined:
             training["quarantined"] = True
         training = _loop_decision(training, str(init["task_class"]), log.loop_at.get(attempt))
+        problems = _recall_problems(training, log.notices.get(attempt, []),
+                                    log.quarantined_after.get(attempt, []))
+        if problems:
+            report.mismatches += [f"attempt {attempt}: {p}" for p in problems]
+            continue
         stored = log.written[attempt]
         bad = [
             kind
