@@ -325,15 +325,18 @@ def attempt_show(
     db: DbOpt = DEFAULT_DB,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print every field spec 10.1 requires for one attempt."""
+    """Print every field spec 10.1 requires for one attempt, and the policy's diagnostic
+    notes (spec 6.10, 9.9: shown to the owner beside the result, never an input of it)."""
     ledger = open_sqlite_ledger(db, read_only=True)
     try:
         events = ledger.attempt_events(attempt_id)
+        notes = [ledger.get_evidence(e.data["output"]).decode("utf-8") for e in events
+                 if e.kind == EventKind.POLICY_OUTPUT.value and e.data.get("what") == "diagnostic"]
     finally:
         ledger.close()
     if not events:
         raise InputError(f"no attempt {attempt_id!r} in {db}")
-    record = attempt_log.attempt_record(events)
+    record = attempt_log.attempt_record(events) | {"diagnostic_notes": notes}
     if as_json:
         _emit(record)
         return
