@@ -21,7 +21,7 @@ def cell_payload(role: Role, resource: Resource, action: Action, *, attempt: str
     a = attempt
     if action is not Action.APPEND:
         if resource in (Resource.TASK_SPEC_PUBLIC, Resource.CONTROL_SETS,
-                        Resource.RULES_AND_BENCHMARKS):
+                        Resource.RULES_AND_BENCHMARKS, Resource.LOOP_MODE):
             return {"class_id": class_id}
         if resource is Resource.LEDGER:
             return {"start": 1, "limit": 10}
@@ -50,4 +50,6 @@ def cell_payload(role: Role, resource: Resource, action: Action, *, attempt: str
         return {"attempt_id": a, "status": "quarantined", "reason": "test"}
     if resource is Resource.RULES_AND_BENCHMARKS:
         return {"task_class": task_class()}
+    if resource is Resource.LOOP_MODE:  # spec 9.19: pause training use of the class
+        return {"class_id": class_id, "mode": "shadow", "reason": "test"}
     return {"attempt_id": a}

@@ -31,6 +31,9 @@ class Catalogue:
         self._lock = threading.Lock()
         self._current = dict(classes)
         self._versions = {rules_version(tc): tc for tc in classes.values()}
+        #: per class, the versions in the order this evaluator put them in force (the file's
+        #: first, then each one published through the trusted port)
+        self._served = {tc.id: [rules_version(tc)] for tc in classes.values()}
 
     def get(self, class_id: object) -> TaskClass:
         """The class in force.  Raises InputError for an unknown id."""
@@ -42,6 +45,10 @@ class Catalogue:
     def version(self, version: str) -> TaskClass | None:
         """A class by rules version, if this evaluator has served it."""
         return self._versions.get(version)
+
+    def served(self, class_id: str) -> list[tuple[str, TaskClass]]:
+        """The versions of a class this evaluator served, oldest first (empty if unknown)."""
+        return [(v, self._versions[v]) for v in self._served.get(class_id, [])]
 
     def publish(self, tc: TaskClass, *, at: datetime) -> str:
         """Put a new version of a class in force; return its rules version.
@@ -58,6 +65,9 @@ class Catalogue:
             version = rules_version(tc)
             self._current[tc.id] = tc
             self._versions[version] = tc
+            served = self._served.setdefault(tc.id, [])
+            if version not in served:
+                served.append(version)
             return version
 
 

@@ -67,6 +67,8 @@ class Resource(StrEnum):
     RULES_AND_BENCHMARKS = "rules_and_benchmarks"
     CHECK_SCHEDULE = "check_schedule"
     QUARANTINE = "quarantine"
+    #: The loop's operating mode of each task class: pause, rollback, shutdown (spec 9.19).
+    LOOP_MODE = "loop_mode"
 
 
 class Action(StrEnum):
@@ -245,6 +247,8 @@ def _rules(out: _Collector, cells: Mapping[tuple[Role, Resource], Cell]) -> None
                               f"on {res.value}")
             if cell.allow and res is not Resource.TASK_SPEC_PUBLIC and cell.scope is not Scope.OWN:
                 out.add(path, f"spec 9.3: the evaluated policy's {res.value} must be scope own")
+        if res is Resource.LOOP_MODE and role is not Role.OWNER and cell.allow - {Action.READ}:
+            out.add(path, "spec 9.19: only the owner pauses, rolls back or shuts down the loop")
         if role is Role.AUDITOR and cell.allow - {Action.READ}:
             out.add(path, "spec 3.2, 9.12: the auditor reads and never writes")
         if role is Role.TRAINING_CONSUMER and cell.allow and (

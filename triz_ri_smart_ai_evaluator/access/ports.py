@@ -34,9 +34,9 @@ from ..evaluation.attempts import initiate
 from ..ledger.events import EventKind, NewEvent
 from ..ledger.payloads import EvidenceStored, PolicyOutput
 from ..provenance.fingerprint import fingerprint
-from ..rules.published import pin_in_force
 from .backing import Catalogue
 from .enforce import AccessGuard, Principal, parse_action, parse_resource
+from .loop_control import pin_new_attempt
 from .matrix import Action, Resource, Role
 from .requests import AttemptRef, ClassRef, SubmissionAppend, parse_request
 from .views import ARTEFACT, owner_of, policy_status, public_task
@@ -122,7 +122,10 @@ class PolicyPort:
         self._guard.verify_allowed(self.principal, Resource.TASK_SPEC_PUBLIC, Action.READ,
                                    target=class_id if isinstance(class_id, str) else None)
         tc = self._catalogue.get(class_id)
-        return public_task(tc, pin_in_force(tc, started_at=self._clock()),
+        # The rules a submission made now would run under (an owner's rollback included): the
+        # policy sees which rules apply, never the loop's mode or why (spec 9.19).
+        pinned = pin_new_attempt(self._store, self._catalogue, tc.id, self._clock())
+        return public_task(pinned.task_class, pinned,
                            permitted_actions=self._guard.matrix.grants(Role.EVALUATED_POLICY))
 
     def submit(self, class_id: str, artefact: bytes, claims: Sequence[str] = (),
@@ -149,7 +152,8 @@ class PolicyPort:
         if instance is not None:
             _verify_own_instance(self._guard, self.principal, instances.verify_instance(instance))
         now = self._clock()
-        pinned = pin_in_force(tc, started_at=now)  # spec 10.5: the version in force now
+        # spec 10.5: the version in force now (or the owner's rollback, 9.19)
+        pinned = pin_new_attempt(self._store, self._catalogue, tc.id, now)
         attempt_id = f"att-{secrets.token_hex(16)}"
         digest = sha256_hex(artefact)
         # spec 10.4: the attempt exists in the log before anything of it is stored or run.

@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from ..errors import InputError
 from .matrix import Action, Resource
@@ -24,10 +32,12 @@ __all__ = [
     "ConfirmationAppend",
     "ControlSetAppend",
     "DecisionAppend",
+    "DrillReportAppend",
     "EvaluateAppend",
     "EvidenceAppend",
     "EvidenceRead",
     "LedgerRead",
+    "LoopModeAppend",
     "MeasurementsAppend",
     "NoFields",
     "OutcomeAppend",
@@ -169,6 +179,55 @@ class RulesAppend(Request):
     task_class: dict[str, JsonValue]
 
 
+#: 64 hex digits: a rules version (``rules.versions.rules_version``).
+RulesVersion = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class LoopModeAppend(ClassRef):
+    """``loop_mode``/``append`` (the owner, spec 9.19): either ``mode`` (pause training use with
+    ``shadow`` or ``suspended``, ``shut_down``, or back to ``training`` / ``limited`` with its
+    pressure limit) or ``rollback_to`` (an earlier rules version of the class for new attempts,
+    or ``"in_force"`` to lift a rollback), never both.  ``drill`` marks a planned drill."""
+
+    mode: Literal["training", "limited", "shadow", "suspended", "shut_down"] | None = None
+    rollback_to: RulesVersion | Literal["in_force"] | None = None
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+    drill: bool = False
+    max_included: int | None = Field(default=None, ge=0, strict=True)
+    per_seconds: int | None = Field(default=None, ge=1, strict=True)
+
+    @model_validator(mode="after")
+    def _one_change(self) -> LoopModeAppend:
+        if (self.mode is None) == (self.rollback_to is None):
+            raise ValueError("give exactly one of mode and rollback_to")
+        if self.rollback_to is not None and self.max_included is not None:
+            raise ValueError("a rollback carries no pressure limit")
+        return self
+
+
+class DrillReport(Request):
+    """What a corrigibility drill found (the fields of ``drill.completed``)."""
+
+    drill: Literal["pause", "rollback", "shutdown"]
+    changes: Annotated[list[Annotated[int, Field(ge=1, strict=True)]],
+                       Field(min_length=1, max_length=16)]
+    checks: Annotated[dict[Annotated[str, StringConstraints(min_length=1, max_length=80)],
+                           bool], Field(min_length=1, max_length=64)]
+    passed: bool
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DrillReport:
+        if self.passed != all(self.checks.values()):
+            raise ValueError("passed must be true exactly when every check passed")
+        return self
+
+
+class DrillReportAppend(ClassRef):
+    """``loop_mode``/``append`` carrying ``report``: record a drill's result (spec 11.25)."""
+
+    report: DrillReport
+
+
 _R, _A = Resource, Action
 #: The payload model of every (resource, action) a port serves (evidence/append: see
 #: :func:`evidence_append_model`).
@@ -198,6 +257,8 @@ REQUESTS: dict[tuple[Resource, Action], type[Request]] = {
     (_R.CHECK_SCHEDULE, _A.APPEND): ScheduleAppend,
     (_R.QUARANTINE, _A.APPEND): QuarantineAppend,
     (_R.RULES_AND_BENCHMARKS, _A.APPEND): RulesAppend,
+    (_R.LOOP_MODE, _A.READ): ClassRef,
+    (_R.LOOP_MODE, _A.APPEND): LoopModeAppend,
 }
 
 
@@ -207,6 +268,8 @@ def request_model(resource: Resource, action: Action, payload: Mapping[str, Any]
     confirmation, any other an evidence piece.  Raises InputError for a cell no port serves."""
     if (resource, action) == (Resource.EVIDENCE, Action.APPEND) and "confirmation" in payload:
         return ConfirmationAppend
+    if (resource, action) == (Resource.LOOP_MODE, Action.APPEND) and "report" in payload:
+        return DrillReportAppend
     model = REQUESTS.get((resource, action))
     if model is None:
         raise InputError(f"{action.value} {resource.value} has no request model")

@@ -60,6 +60,7 @@ from ..rules.versions import canonical_rules, pin, rules_version
 from ..signal.inputs import AttemptInputs
 from .backing import Catalogue, ControlSetStore, ScheduleBook
 from .enforce import AccessGuard, Principal, parse_action, parse_resource
+from .loop_control import LoopControl, end_if_shut_down
 from .matrix import TRUSTED_ROLES, Action, Resource, Role, Scope
 from .nonces import book_for
 from .ports import (
@@ -75,10 +76,12 @@ from .requests import (
     ConfirmationAppend,
     ControlSetAppend,
     DecisionAppend,
+    DrillReportAppend,
     EvaluateAppend,
     EvidenceAppend,
     EvidenceRead,
     LedgerRead,
+    LoopModeAppend,
     MeasurementsAppend,
     NoFields,
     OutcomeAppend,
@@ -188,6 +191,8 @@ class TrustedPort:
             (R.CHECK_SCHEDULE, A.APPEND): self._rotate_schedule,
             (R.QUARANTINE, A.APPEND): self._append_quarantine,
             (R.RULES_AND_BENCHMARKS, A.APPEND): self._publish_rules,
+            (R.LOOP_MODE, A.READ): lambda req, _, __: self._loop().read(req.class_id),
+            (R.LOOP_MODE, A.APPEND): self._append_loop,
         }
 
     # -- the one door ----------------------------------------------------------------------
@@ -474,6 +479,12 @@ class TrustedPort:
         # the attempt was opened with (evaluation.attempts.evaluate refuses another).
         instance = req.instance
         initiated = self._typed(events, AttemptInitiated)[0]
+        assert signed is not None  # spec 9.19: a shut-down class ends it as the runner does
+        stopped = end_if_shut_down(self._store, initiated.task_class, attempt, signed.fields(),
+                                   self._evidence(signed, Resource.AWARDS_AND_SIGNALS),
+                                   actor=self.principal.id, at=self._clock())
+        if stopped is not None:
+            return stopped
         version = initiated.rules_version
         start = started_at(events)
         assert start is not None
@@ -561,6 +572,18 @@ class TrustedPort:
             ), None))
         self._store.append(events)
         return {"class_id": tc.id, "rules_version": version}
+
+    def _loop(self) -> LoopControl:
+        return LoopControl(self._store, self._catalogue, self.principal.id, self._clock)
+
+    def _evidence(self, signed: _Signed, res: Resource) -> Callable[[str], NewEvent]:
+        return lambda subject: self._signed_event(signed, res, Action.APPEND, subject)
+
+    def _append_loop(self, req: LoopModeAppend | DrillReportAppend, _: Scope,
+                     signed: _Signed | None) -> dict[str, Any]:
+        assert signed is not None
+        return self._loop().append(req, signed.fields(), self._evidence(signed,
+                                                                        Resource.LOOP_MODE))
 
     # -- typed entry points (each is one request; sign the payload shown) --------------------
     def read_attempt(self, attempt_id: str) -> dict[str, Any]:

@@ -200,3 +200,15 @@ def record_observation(store: LedgerStore, task_class: str, attempt_id: str, *, 
     return store.append([NewEvent.make(EventKind.CONTROL_OBSERVATION, data, actor=ACTOR, at=at,
                                        attempt=subject(task_class))])[-1]
 
+
+def rollback_in_force(events: list[Event]) -> str | None:
+    """The rules version an owner's rollback puts in force for new attempts of the class, from
+    its subject's events (spec 9.19 "version rollback"), or None.  A ``rollback`` mode change
+    with a ``rules_version`` starts one; a later one without lifts it (the published version in
+    force applies again).  Other mode changes leave it as it is."""
+    version: str | None = None
+    for ev in events:
+        if ev.kind == EventKind.CLASS_MODE_CHANGED.value and ev.data.get("cause") == "rollback":
+            found = ev.data.get("rules_version")
+            version = found if isinstance(found, str) else None
+    return version
