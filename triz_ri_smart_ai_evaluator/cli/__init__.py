@@ -64,6 +64,9 @@ def _register_trust_record() -> None:
     from .document import document_app  # noqa: PLC0415
 
     app.add_typer(document_app, name="document", no_args_is_help=True)
+    from .audit import audit_app  # noqa: PLC0415
+
+    app.add_typer(audit_app, name="audit", no_args_is_help=True)
     from .service import serve_command, service_app  # noqa: PLC0415
 
     app.add_typer(service_app, name="service", no_args_is_help=True)
