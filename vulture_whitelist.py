@@ -201,3 +201,7 @@ typer_command.exploit_report  # cli/exploit.py: output 12.14, tests/ledger/test_
 typer_command.audit_run  # cli/audit.py: spec 11.23, tests/acceptance/test_11_23_adversarial_acceptance.py
 typer_command.audit_show  # cli/audit.py: output 12.13, tests/acceptance/test_11_23_adversarial_acceptance.py
 pydantic.organisational  # audit/budget.py: Budget field, serialised into the report (spec 9.13)
+pydantic._one_change  # access/requests.py: @model_validator of LoopModeAppend (spec 9.19)
+typer_command.loop_drill  # cli/loop.py: spec 9.19, 11.25, tests/acceptance/test_11_25_*.py
+callback.install_signal_handlers  # service/drill.py: uvicorn calls it; a thread may not
+callback.should_exit  # service/drill.py: read by uvicorn's serve loop

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from fractions import Fraction
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -106,3 +107,47 @@ def loop_monitor(
     else:
         out.print(f"{'TRIPPED' if result.tripped else 'ok'}: {result.reason}", highlight=False)
         out.print(state.describe(), highlight=False)
+
+
+@loop_app.command("drill")
+def loop_drill(
+    task_class: Annotated[str, typer.Option("--class", "--task-class", "-t",
+                                            help="Task-class id.")],
+    kind: Annotated[str, typer.Option("--kind", help="pause, rollback or shutdown.")],
+    config: Annotated[Path, typer.Option("--config", "-c", help="The service's service.yaml "
+                                         "(its folder holds the keys and policy tokens).")],
+    inputs: Annotated[Path, typer.Option("--inputs", help="Signal inputs JSON the harness "
+                                         "evaluates the probe attempts with.")],
+    evidence: Annotated[Path | None, typer.Option(
+        "--evidence", help="Folder of the inputs' evidence files (<source>/<file>).")] = None,
+    url: Annotated[str | None, typer.Option(
+        "--url", help="A running service; without it the drill serves the configuration on "
+                      "loopback itself (never while another service serves it).")] = None,
+    policy: Annotated[str | None, typer.Option(
+        "--policy", help="Policy client the probe acts as (default: the first token).")] = None,
+    rollback_to: Annotated[str | None, typer.Option(
+        "--rollback-to", help="rollback: this rules version (default: the one before).")
+                           ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a corrigibility drill (spec 9.19, 11.25): the owner's signed change, probes from the
+    policy's and the harness's side, the signed restore, and checks from the ledger that the
+    policy could not prevent, delay or observe it.  Recorded as drill.completed; exit 0 when
+    every check passed, 1 otherwise."""
+    from ..evaluation.drill import KINDS  # noqa: PLC0415
+    from ..service import drill  # noqa: PLC0415
+
+    _known(task_class)
+    if kind not in KINDS:
+        raise typer.BadParameter(f"{kind!r} is not one of {', '.join(KINDS)}",
+                                 param_hint="--kind")
+    outcome = drill.run(drill.DrillOptions(
+        config=config, task_class=task_class, kind=kind,
+        inputs=inputs, evidence=evidence, url=url, policy=policy, rollback_to=rollback_to))
+    if as_json:
+        sys.stdout.write(json.dumps(outcome.to_data(), indent=2) + "\n")
+    else:
+        for line in drill.report_lines(outcome):
+            out.print(line, highlight=False, soft_wrap=True)
+    if not outcome.result.passed:
+        raise typer.Exit(1)
