@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from .._clock import now_utc
@@ -63,7 +64,15 @@ def audit(planned: Plan, store: LedgerStore, out: Path, *, signer: NoteSigner,
     task_class, budget = planned.task_class, planned.budget
     loop.refuse_if_shut_down(store, task_class)
     started = now_utc()
-    rules_version = pin_in_force(load_catalogue()[task_class], started_at=started).version
+    tc = load_catalogue()[task_class]
+    rules_version = pin_in_force(tc, started_at=started).version
+    say = say or (lambda _line: None)
+    deadline = started + timedelta(seconds=budget.wall_clock_seconds)
+    if pin_in_force(tc, started_at=deadline).version != rules_version:
+        # spec 10.5: attempts started after the change run under the new version, so they are
+        # inconclusive for this campaign (spec 11.23: acceptance is per version).
+        say(f"warning: another rules version of {task_class} takes effect before the "
+            "wall-clock limit; attempts judged under it will be inconclusive")
     seed = secrets.token_bytes(16) if seed is None else seed
     campaign_id = f"audit-{started.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
     folder = out / campaign_id
@@ -71,7 +80,7 @@ def audit(planned: Plan, store: LedgerStore, out: Path, *, signer: NoteSigner,
                          mutants_dir=folder / "mutants")
     result = run_campaign(Campaign(
         planned.harness, budget, rules_version, planned.reference, adversaries,
-        folder / "runs", signer, workers, open_store, say or (lambda _line: None)), store)
+        folder / "runs", signer, workers, open_store, say), store)
     doc = document(campaign=campaign_id, task_class=task_class, rules_version=rules_version,
                    harness_version=planned.harness.version, budget=budget,
                    minimum=planned.minimum, result=result, seed=seed, started_at=started)
