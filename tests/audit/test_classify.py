@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from triz_ri_smart_ai_evaluator.audit import adversaries
 from triz_ri_smart_ai_evaluator.audit.adversaries import Adversary, user_supplied
 from triz_ri_smart_ai_evaluator.audit.classify import Ran, judge
 from triz_ri_smart_ai_evaluator.errors import InputError
@@ -87,3 +88,14 @@ def test_an_empty_or_missing_candidates_folder_is_refused(tmp_path: Path) -> Non
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no candidate folders"):
         user_supplied(tmp_path / "empty")
+
+
+def test_defect_fix_has_bundled_adversaries_and_no_generated_mutants(tmp_path: Path) -> None:
+    """A class without a generator runs its bundled and user candidates only."""
+    bundled = adversaries.bundled("defect_fix_delayed_confirmation")
+    assert {a.name for a in bundled} == {"special_cases_input", "deletes_failing_test",
+                                         "edits_test", "slow_unless_probed"}
+    assert all(a.candidate.is_file() for a in bundled)
+    assert adversaries.reference("defect_fix_delayed_confirmation").parent.name == "honest"
+    assert adversaries.generated("defect_fix_delayed_confirmation", b"seed", {
+        "input_mutations": 50}, tmp_path) == []
