@@ -15,13 +15,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from ..audit import report as audit_report
 from ..audit.budget import load_budget
 from ..audit.campaign import audit, plan
 from ..errors import EvaluatorError, InputError
-from ..ledger.log import load_log_signer, open_sqlite_ledger
+from ..ledger.log import LOG_VKEY_FILE, load_log_signer, load_vkey, open_sqlite_ledger
 from ..rules.loader import load_catalogue
 from .harness import open_ledger
 from .options import DEFAULT_DB, DEFAULT_KEYS, DbOpt, JsonOpt, KeysOpt
@@ -107,9 +106,10 @@ def audit_show(
     last: Annotated[int, typer.Option("--last", min=1, help="How many reports.")] = 5,
     as_json: JsonOpt = False,
 ) -> None:
-    """The class's latest campaign reports, newest last, each with its signature checked."""
+    """The class's latest campaign reports, newest last, each with its signature checked
+    against the log's public key (``log.vkey`` in the keys folder)."""
     _known(task_class)
-    verifier = load_log_signer(keys).verifier
+    verifier = load_vkey(keys / LOG_VKEY_FILE)
     store = open_sqlite_ledger(db, read_only=True)
     try:
         rows: list[dict[str, Any]] = []
@@ -127,10 +127,8 @@ def audit_show(
     if not rows:
         out.print(f"{task_class}: no red-team campaign recorded", highlight=False)
         return
-    table = Table(title=f"Red-team campaigns of {task_class}")
-    for col in ("seq", "campaign", "rules", "harness", "passed", "signature", "statement"):
-        table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(str(r["seq"]), r["campaign"], r["rules_version"], r["harness_version"],
-                      "yes" if r["passed"] else "no", r["signature"], r["statement"])
-    out.print(table)
+        out.print(f"seq {r['seq']} {r['campaign']} at {r['at']}: rules {r['rules_version'][:12]}, "
+                  f"harness {r['harness_version']}, passed {'yes' if r['passed'] else 'no'}, "
+                  f"signature {r['signature']}", highlight=False)
+        out.print(f"  {r['statement']}", highlight=False)
