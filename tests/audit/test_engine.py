@@ -16,7 +16,7 @@ from triz_ri_smart_ai_evaluator.audit import report
 from triz_ri_smart_ai_evaluator.audit.adversaries import Adversary
 from triz_ri_smart_ai_evaluator.audit.budget import Attempts, Budget, Minimum
 from triz_ri_smart_ai_evaluator.audit.engine import Campaign, Result, run_campaign
-from triz_ri_smart_ai_evaluator.errors import IntegrityError
+from triz_ri_smart_ai_evaluator.errors import ExternalError, IntegrityError
 from triz_ri_smart_ai_evaluator.evaluation import loop
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import generate_signer
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind
@@ -214,3 +214,27 @@ def test_a_tampered_signed_note_is_not_verified(toy_store: LedgerStore,
     forged = {**event, "report": toy_store.put_evidence(b"{}\n")}
     with pytest.raises(IntegrityError, match="names another report"):
         report.check_signed(toy_store, "toy_sum", forged, other.verifier)
+
+
+def test_an_inconclusive_attempt_does_not_count_and_frees_its_slot(
+        toy_store: LedgerStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: a run that errored measured nothing, so the next adversary of its category
+    runs in its place and the budget is met only by measured attempts."""
+    real = _toy.HARNESS.execute
+
+    def execute(ctx, prepared, controls):  # type: ignore[no-untyped-def]
+        if prepared.state == "boom":
+            raise ExternalError("the toy's sandbox fell over")
+        return real(ctx, prepared, controls)
+
+    monkeypatch.setattr(_toy.HARNESS, "execute", execute)
+    adversaries = [_adversary(tmp_path, "boom"), _adversary(tmp_path, "sub"),
+                   _adversary(tmp_path, "mul")]
+    result = run_campaign(_campaign(tmp_path, _budget(0, 1), adversaries), toy_store)
+    assert [(j.adversary.name, j.verdict) for j in result.judged] == [
+        ("boom", "inconclusive"), ("sub", "caught")]
+    assert "the toy's sandbox fell over" in result.judged[0].why
+    assert result.spent()["input_mutations"] == 1
+    assert result.spent()["scenarios"] == _toy.HARNESS.min_size
+    assert result.budget_met
+    assert result.skipped == ["mul"]

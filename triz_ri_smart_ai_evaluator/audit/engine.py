@@ -214,16 +214,18 @@ def _adversaries(campaign: Campaign, stores: _Stores, result: Result, honest: De
     stop: str | None = None
     with _pool(campaign.workers) as pool:
         while True:
-            while stop is None and plan and len(running) < campaign.workers:
+            while stop is None and len(running) < campaign.workers:
                 if clock() - started >= campaign.budget.wall_clock_seconds:
                     result.wall_clock_hit = True
                     stop = (f"the wall-clock limit of {campaign.budget.wall_clock_seconds} s "
                             "was reached: the campaign is incomplete")
                     break
-                adversary = plan.pop(0)
-                if not left.wanted(adversary):
-                    result.skipped.append(adversary.name)
-                    continue
+                # The next adversary the budget still wants; the others wait, since a running
+                # attempt may yet be inconclusive and free its slot, and are skipped at the end.
+                pick = next((i for i, a in enumerate(plan) if left.wanted(a)), None)
+                if pick is None:
+                    break
+                adversary = plan.pop(pick)
                 left.used[adversary.category] += 1  # reserved while it runs
                 running[_submit(pool, campaign, stores, adversary)] = adversary
             if not running:
@@ -243,8 +245,8 @@ def _adversaries(campaign: Campaign, stores: _Stores, result: Result, honest: De
                 if judged.verdict in STOPPING and stop is None:
                     stop = (f"{judged.verdict} confirmed: {adversary.name} ({judged.why}); "
                             "stopped at once")
-            if stop is None and left.spent():
-                stop = "the budget is spent"
+            if stop is None and not running and left.spent():
+                stop = "the budget is spent"  # nothing in flight: every count is measured
     result.skipped += [a.name for a in plan]
     result.budget_met = left.spent()
     result.stopped = stop or ("the budget is spent" if result.budget_met else
