@@ -32,7 +32,7 @@ from triz_ri_smart_ai_evaluator.signal import AttemptInputs, SignalCalculator
 from ..signal.factories import PILOT, inputs_for, pilot_values, task_class
 from ._attempt_cli import EVIDENCE, Home, cited, example, make_home, with_stored_evidence
 
-T0 = datetime(2026, 12, 4, 10, 0, tzinfo=UTC)
+T0 = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)  # pilot 02 rules version 3 is in force (ADR 0012)
 AT = "2026-12-01T10:00:00.000000Z"
 
 

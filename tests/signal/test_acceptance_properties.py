@@ -144,7 +144,8 @@ def test_11_4_non_compensatory_blocks_never_see_each_other(cit, ev, con, over):
 
 
 moments = st.datetimes(
-    min_value=datetime(2026, 12, 4),  # noqa: DTZ001 - hypothesis takes naive bounds
+    # pilot 02's rules version 3 takes effect 2026-12-05T08:45Z (ADR 0012)
+    min_value=datetime(2026, 12, 5, 9),  # noqa: DTZ001 - hypothesis takes naive bounds
     max_value=datetime(2026, 12, 31),  # noqa: DTZ001
     timezones=st.just(UTC),
 )
