@@ -4,6 +4,7 @@ some sums right and pay less; an unknown operation is a critical violation."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from datetime import UTC, datetime
@@ -149,6 +150,42 @@ def test_two_workers_run_side_by_side_each_with_its_own_connection(
     assert len(seen) >= 2
     for judged in result.judged:  # every attempt is in the campaign's ledger
         assert toy_store.attempt_events(str(judged.ran.attempt_id))
+
+
+def test_workers_open_their_ledger_before_any_attempt_runs_umask_race(
+        toy_store: LedgerStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: opening a writable ledger sets the process-wide umask for a moment; a worker
+    that opened its connection while another staged a sandbox made the stage unreadable
+    (bwrap: "Can't find source path .../etc/group: Permission denied").  Every worker's
+    connection is opened before the first attempt and closed after the last."""
+    log: list[str] = []
+    real = _toy.HARNESS.execute
+
+    def execute(ctx, prepared, controls):  # type: ignore[no-untyped-def]
+        log.append("run")
+        return real(ctx, prepared, controls)
+
+    monkeypatch.setattr(_toy.HARNESS, "execute", execute)
+    campaign = _campaign(tmp_path, _budget(0, 4), [_adversary(tmp_path, op) for op in
+                                                   ("sub", "mul", "neg", "pow")], workers=2)
+    opener = campaign.open_store
+    assert opener is not None
+
+    def opened() -> LedgerStore:
+        log.append("open")
+        store = opener()
+        real_close = store.close
+
+        def close() -> None:
+            log.append("close")
+            real_close()
+
+        monkeypatch.setattr(store, "close", close)
+        return store
+
+    run_campaign(dataclasses.replace(campaign, open_store=opened), toy_store)
+    # The honest reference first, on the campaign's connection; then the four adversaries.
+    assert log == ["run", "open", "open", "run", "run", "run", "run", "close", "close"]
 
 
 def _written(toy_store: LedgerStore, tmp_path: Path, budget: Budget,

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -107,30 +108,39 @@ def _ran(result: RunResult) -> Ran:
 
 class _Stores:
     """Where an attempt is written: the campaign's own connection when it runs attempts one at
-    a time, else a connection of the worker's own, opened and closed in its thread (a SQLite
-    connection belongs to the thread that opened it)."""
+    a time, else the worker thread's own connection (a SQLite connection belongs to the thread
+    that opened it).  Every worker opens its connection before any attempt runs and closes it
+    after the last one: opening a writable SQLite ledger sets the process-wide umask for a
+    moment (issue 11), and a sandbox staging its files in another thread meanwhile gets files
+    its uid cannot read (seen: bwrap "Permission denied" on the stage's etc/group)."""
 
     def __init__(self, main: LedgerStore, opener: Callable[[], LedgerStore] | None) -> None:
         self._main, self._opener = main, opener
+        self._local = threading.local()
 
-    @contextmanager
-    def get(self) -> Iterator[LedgerStore]:
-        if self._opener is None:
-            yield self._main
-            return
-        store = self._opener()
-        try:
-            yield store
-        finally:
+    def open_here(self) -> None:
+        """Open this worker thread's connection (the pool's initializer)."""
+        assert self._opener is not None
+        self._local.store = self._opener()
+
+    def close_here(self) -> None:
+        store: LedgerStore | None = getattr(self._local, "store", None)
+        if store is not None:
             store.close()
+            self._local.store = None
+
+    def get(self) -> LedgerStore:
+        if self._opener is None:
+            return self._main
+        store: LedgerStore = self._local.store
+        return store
 
 
 def _run_one(campaign: Campaign, stores: _Stores, candidate: Path) -> Ran:
     options = RunOptions(signer=campaign.signer)
     try:
-        with stores.get() as store:
-            result = runner.run(campaign.harness, candidate, store, campaign.bundle_root,
-                                options)
+        result = runner.run(campaign.harness, candidate, stores.get(), campaign.bundle_root,
+                            options)
     except InputError as e:
         return Ran("refused", error=e.diagnostics())
     except EvaluatorError as e:  # isolation missing, an integrity failure: nothing measured
@@ -159,12 +169,38 @@ class _Budget:
 
 
 @contextmanager
-def _pool(workers: int) -> Iterator[ThreadPoolExecutor]:
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="audit")
+def _pool(workers: int, stores: _Stores) -> Iterator[ThreadPoolExecutor]:
+    """``workers`` threads, each with its ledger connection open before the first attempt and
+    closed after the last (see :class:`_Stores`)."""
+    if workers == 1:  # attempts run in the calling thread on the campaign's connection
+        with ThreadPoolExecutor(max_workers=1) as idle:
+            yield idle
+        return
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="audit",
+                              initializer=stores.open_here)
+    try:
+        _on_every_thread(pool, workers, lambda: None)  # starts every thread, opening its store
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
     try:
         yield pool
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        _on_every_thread(pool, workers, stores.close_here)
+        pool.shutdown(wait=True)
+
+
+def _on_every_thread(pool: ThreadPoolExecutor, workers: int, task: Callable[[], None]) -> None:
+    """Run ``task`` once on each of the pool's threads: each call waits at a barrier until all
+    ``workers`` calls are running, so no thread takes two."""
+    barrier = threading.Barrier(workers)
+
+    def once() -> None:
+        barrier.wait(timeout=120)
+        task()
+
+    for future in [pool.submit(once) for _ in range(workers)]:
+        future.result()
 
 
 def run_campaign(campaign: Campaign, store: LedgerStore,
@@ -212,7 +248,7 @@ def _adversaries(campaign: Campaign, stores: _Stores, result: Result, honest: De
     total = len(plan)
     running: dict[Future[Ran], Adversary] = {}
     stop: str | None = None
-    with _pool(campaign.workers) as pool:
+    with _pool(campaign.workers, stores) as pool:
         while True:
             while stop is None and len(running) < campaign.workers:
                 if clock() - started >= campaign.budget.wall_clock_seconds:
