@@ -205,3 +205,4 @@ pydantic._one_change  # access/requests.py: @model_validator of LoopModeAppend (
 typer_command.loop_drill  # cli/loop.py: spec 9.19, 11.25, tests/acceptance/test_11_25_*.py
 callback.install_signal_handlers  # service/drill.py: uvicorn calls it; a thread may not
 callback.should_exit  # service/drill.py: read by uvicorn's serve loop
+pydantic.caught  # ledger/payloads.py: AuditReport field, written by audit/report.py (spec 9.13)
