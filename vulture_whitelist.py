@@ -195,7 +195,6 @@ public_api.TrustedClient  # service/client.py: docs/service.md, tests/service
 public_api.call_sync  # service/runtime.py: tests/service
 public_api.to_original  # verifier/normalise.py: tests/verifier
 typer_command.catalogue_risks  # cli/catalogue.py: spec 11.24, tests/rules/test_residual_risk.py
-public_api.unmet  # evaluation/gates.py: tests/ledger/test_gates.py; drop once 'loop mode' calls it
 typer_command.exploit_respond  # cli/exploit.py: spec 9.11, tests/ledger/test_exploit.py
 typer_command.exploit_report  # cli/exploit.py: output 12.14, tests/ledger/test_exploit.py
 typer_command.audit_run  # cli/audit.py: spec 11.23, tests/acceptance/test_11_23_adversarial_acceptance.py

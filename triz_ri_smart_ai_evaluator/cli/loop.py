@@ -19,9 +19,13 @@ import typer
 from rich.console import Console
 
 from .._clock import now_utc
-from ..evaluation import divergence, loop
+from ..errors import InputError
+from ..evaluation import divergence, gates, loop
+from ..harnesses.registry import harness_for, task_classes
 from ..ledger.log import open_sqlite_ledger
+from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue
+from ..rules.published import pin_in_force
 from .options import DEFAULT_DB, DbOpt, JsonOpt, TaskClassOpt
 
 loop_app = typer.Typer(help="Loop protection: a class's operating mode and pressure limit.")
@@ -33,6 +37,9 @@ MaxOpt = Annotated[int | None, typer.Option(
     "--max-included", min=0, help="limited only: at most this many attempts into training ...")]
 PerOpt = Annotated[int | None, typer.Option(
     "--per-seconds", min=1, help="... per this many seconds (the pressure limit).")]
+OverrideOpt = Annotated[str | None, typer.Option(
+    "--override", help="Step up although gates are unmet; this reason and the unmet gates are "
+    "recorded (docs/procedures.md).")]
 
 
 def _known(task_class: str) -> None:
@@ -63,11 +70,20 @@ def loop_status(task_class: TaskClassOpt, db: DbOpt = DEFAULT_DB,
 @loop_app.command("mode")
 def loop_mode(task_class: TaskClassOpt, mode: ModeOpt, reason: ReasonOpt,
               max_included: MaxOpt = None, per_seconds: PerOpt = None,
-              db: DbOpt = DEFAULT_DB) -> None:
-    """Set the class's operating mode (the owner's decision, recorded with its reason)."""
+              override: OverrideOpt = None, db: DbOpt = DEFAULT_DB) -> None:
+    """Set the class's operating mode (the owner's decision, recorded with its reason).  A
+    step up (towards training) must pass the gates of spec 12.17 (docs/procedures.md) unless
+    ``--override`` gives a reason, which is recorded with the unmet gates."""
     _known(task_class)
     ledger = open_sqlite_ledger(db)
     try:
+        unmet = _unmet_gates(ledger, task_class, mode)
+        why = " ".join((override or "").split())
+        if unmet and not why:
+            raise InputError(f"{task_class} may not go to {mode}: " + "; ".join(unmet)
+                             + " (or give --override REASON)")
+        if unmet:
+            reason = f"{reason} [gates overridden by the owner: {why}; unmet: {'; '.join(unmet)}]"
         seq = loop.set_mode(ledger, task_class, mode, cause="owner", reason=reason,
                             at=now_utc(), actor="owner", max_included=max_included,
                             per_seconds=per_seconds)
@@ -75,6 +91,18 @@ def loop_mode(task_class: TaskClassOpt, mode: ModeOpt, reason: ReasonOpt,
     finally:
         ledger.close()
     out.print(f"seq {seq}: {state.describe()}", highlight=False)
+
+
+def _unmet_gates(ledger: LedgerStore, task_class: str, mode: str) -> list[str]:
+    """The gates a step of ``task_class`` up to ``mode`` does not meet now, under the rules
+    version in force (or the owner's rollback) and the class's harness version.  A class with
+    no harness has no red-team campaign to pass, so it steps up only by override."""
+    if mode not in loop.MODES:
+        return []  # set_mode refuses it with the list of modes
+    rules = loop.rollback_in_force(loop.class_events(ledger, task_class)) or pin_in_force(
+        load_catalogue()[task_class], started_at=now_utc()).version
+    harness = harness_for(task_class).version if task_class in task_classes() else "(none)"
+    return gates.unmet(ledger, task_class, mode, rules, harness)
 
 
 @loop_app.command("monitor")

@@ -28,6 +28,10 @@ from ..errors import InputError
 from ..ledger.events import Event, EventKind, NewEvent, parse_body, utc_stamp
 from ..ledger.payloads import ClassModeChanged, ControlObservation, Mode, TrainingIncluded
 from ..ledger.store import LedgerStore
+from ..rules.published import BUNDLED_STORE, RulesStore, pin_in_force
+from ..rules.task_class import TaskClass
+from ..rules.versions import PinnedRules, pin
+from . import attempts
 
 ACTOR = "loop"
 SUBJECT_PREFIX = "loop/"
@@ -212,3 +216,22 @@ def rollback_in_force(events: list[Event]) -> str | None:
             found = ev.data.get("rules_version")
             version = found if isinstance(found, str) else None
     return version
+
+
+def pin_for_new_attempt(store: LedgerStore, tc: TaskClass, now: datetime) -> PinnedRules:
+    """The rules a new attempt of ``tc``'s class that the runner opens itself starts under
+    (spec 10.5): the owner's rollback when one is in force (9.19), from the bundled
+    publications or the ledger's ``rules.published``, checked against its hash; else the
+    published version in force ``now``.  Raises InputError for a rollback version of another
+    class, IntegrityError for a stored copy that no longer matches its hash."""
+    version = rollback_in_force(class_events(store, tc.id))
+    if version is None:
+        return pin_in_force(tc, started_at=now)
+    bundled = RulesStore(BUNDLED_STORE)
+    chosen = (bundled.load(tc.id, version)
+              if version in {str(r["version"]) for r in bundled.history(tc.id)}
+              else attempts.rules_in_ledger(store, version))
+    if chosen.id != tc.id:
+        raise InputError(f"rolled-back rules version {version[:12]} is of class {chosen.id}, "
+                         f"not {tc.id}")
+    return pin(chosen, started_at=now, version=version)

@@ -54,7 +54,6 @@ from ..ledger.payloads import (
 )
 from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue
-from ..rules.published import pin_in_force
 from ..rules.versions import PinnedRules, pin, rules_version
 from ..sandbox import IsolationError, probe_isolation
 from ..signal.calculator import SignalCalculator
@@ -170,8 +169,9 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
                                  "--unsafe-degraded)")
         return _errored(store, opened.attempt_id, bundle_root, refusal, "isolation")
     # spec 10.5: a new attempt runs under the published version in force now.
-    pinned = opened.pinned if opened else pin_in_force(load_catalogue()[harness.task_class],
-                                                       started_at=now_utc())
+    # spec 9.19: the owner's rollback applies to attempts the runner opens itself too.
+    pinned = opened.pinned if opened else loop.pin_for_new_attempt(
+        store, load_catalogue()[harness.task_class], now_utc())
     with tempfile.TemporaryDirectory(prefix="trz-harness-") as private:
         work = Path(private)
         work.chmod(0o711)  # the sandbox uid may traverse to the candidate tree, not list
