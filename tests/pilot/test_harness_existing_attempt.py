@@ -30,7 +30,7 @@ from triz_ri_smart_ai_evaluator.access import (
 )
 from triz_ri_smart_ai_evaluator.canonical import sha256_hex
 from triz_ri_smart_ai_evaluator.errors import InputError
-from triz_ri_smart_ai_evaluator.evaluation import attempts
+from triz_ri_smart_ai_evaluator.evaluation import attempts, loop
 from triz_ri_smart_ai_evaluator.harnesses import runner
 from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent, parse_body
 from triz_ri_smart_ai_evaluator.ledger.recompute import recompute_ledger
@@ -110,12 +110,16 @@ def test_a_submitted_reference_diff_runs_on_its_own_attempt_and_reaches_2b(world
     assert result.summary["public_acceptance"] is True
     assert result.summary["pilot_pass"] is None  # the red-team evidence is not in yet
     # One initiation, the policy port's, with the submitted bytes' digest; everything the run
-    # appended belongs to that attempt.
+    # appended belongs to that attempt, or to the class's loop subject (its known-vs-hidden
+    # observation, the divergence check and, after the award, the revealed control set).
     events = world.all_events()
     initiated = [e for e in events if e["kind"] == "attempt.initiated"]
     assert [e["attempt"] for e in initiated] == [attempt_id]
     assert initiated[0]["data"]["artefact_sha256"] == sha256_hex(diff)
-    assert {e["attempt"] for e in world.all_events(submitted_up_to + 1)} == {attempt_id}
+    appended = world.all_events(submitted_up_to + 1)
+    assert {e["attempt"] for e in appended} == {attempt_id, loop.subject(harness.TASK_CLASS)}
+    assert [e["kind"] for e in appended if e["attempt"] != attempt_id] == [
+        "control.observation", "divergence.checked", "control.revealed"]
     # spec 10.5: judged under the rules it started with.
     assert result.summary["rules_version"] == initiated[0]["data"]["rules_version"]
     # The record holds both digests: the submitted bytes' and the prepared tree's archive.
