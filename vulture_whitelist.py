@@ -168,7 +168,6 @@ callback.exc_type  # __exit__(exc_type, exc, tb): the context-manager protocol
 callback.tb  # __exit__(exc_type, exc, tb): the context-manager protocol
 callback.exc_info  # __exit__(*exc_info): the context-manager protocol
 callback.traceback  # pilot_02 scripts/score_logs.py: __exit__ parameter
-callback.trigger  # ledger/sqlite_store.py: sqlite3 set_authorizer callback's 5th argument
 callback._create_session  # pilot_02 receiver.py: aiosmtpd SMTP hook, overridden
 callback.check_auth_needed  # pilot_02 receiver.py: aiosmtpd SMTP hook, overridden
 callback.caller_method  # pilot_02 receiver.py: aiosmtpd's check_auth_needed parameter
@@ -190,8 +189,6 @@ public_api.CRITICAL_IDS  # pilot_02 scoring.py: the class's critical items, test
 public_api.GATE_IDS  # pilot_02 scoring.py: the class's gates, tests/pilot
 public_api.to_prov_document  # provenance/prov_export.py: W3C PROV export, docs/trust-record.md
 public_api.record_policy_output  # provenance/register.py: spec 8.14, tests/ledger
-public_api.honest_maximum  # rules/task_class.py: docs/catalogue.md, tests/signal
-public_api.TrustedClient  # service/client.py: docs/service.md, tests/service
 public_api.call_sync  # service/runtime.py: tests/service
 public_api.to_original  # verifier/normalise.py: tests/verifier
 typer_command.catalogue_risks  # cli/catalogue.py: spec 11.24, tests/rules/test_residual_risk.py
