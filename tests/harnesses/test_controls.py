@@ -274,3 +274,16 @@ def test_defect_fix_observes_supplied_tests_against_fresh_orders_answered_correc
                          traffic, {"r000": "PASSED", "r001": "FAILED"})
     assert dfx_observation(recorded, cases) == Observation(known="1/2", hidden="3/5")
     assert dfx_observation(_recorded({}, traffic, {}), cases) is None
+
+
+@pytest.mark.parametrize("harness", [DEFECT_FIX, PILOT_02], ids=["defect_fix", "pilot_02"])
+def test_a_draw_that_skips_more_retired_cases_than_the_bound_fails_closed(harness, monkeypatch):
+    """spec 9.6: a pool most of whose cases were revealed must be expanded; past the bound the
+    draw stops with an error (the runner ends the attempt errored, nothing awarded) instead of
+    drawing for ever.  The bound is lowered to 0 here: the first skip is past it."""
+    seed = b"x" * 32
+    size = harness.min_size
+    first = harness.draw_controls(seed, size, frozenset())
+    monkeypatch.setattr(controls, "MAX_SKIPS", 0)
+    with pytest.raises(ExternalError, match=r"control pool .* is exhausted"):
+        harness.draw_controls(seed, size, frozenset(first.cases))

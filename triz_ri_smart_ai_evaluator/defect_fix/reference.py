@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..evaluation.controls import fingerprint
+from ..evaluation.controls import fingerprint, skip_retired
 
 TIERS = ((100, 15), (50, 10), (10, 5))
 BOUNDARIES = (10, 50, 100)
@@ -101,7 +101,7 @@ def draw_cases(seed: bytes, size: int, retired: frozenset[str] = frozenset()) ->
             if case not in retired:
                 prints.append(case)
                 return order
-            skipped += 1
+            skipped = skip_retired(skipped, "defect_fix_delayed_confirmation")
 
     repro = []
     for n in range(reproduction_count(size)):

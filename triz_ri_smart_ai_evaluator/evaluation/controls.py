@@ -19,13 +19,27 @@ from datetime import datetime
 from typing import Any
 
 from ..canonical import canonical_json, sha256_hex
-from ..errors import InputError
+from ..errors import ExternalError, InputError
 from ..ledger.events import EventKind, NewEvent
 from ..ledger.payloads import ControlRevealed
 from ..ledger.store import LedgerStore
 from . import loop
 
 ACTOR = "harness"
+#: Retired cases a draw may skip before the class's pool counts as exhausted: a class whose case
+#: space is small would otherwise draw for ever once most of it has been revealed.
+MAX_SKIPS = 10_000
+
+
+def skip_retired(skipped: int, task_class: str) -> int:
+    """One more retired case skipped; raises ExternalError (the attempt ends errored, nothing
+    awarded) once the draw skipped more than :data:`MAX_SKIPS`: the pool must be expanded
+    (spec 9.6 "the sets are regularly expanded and rotated")."""
+    if skipped >= MAX_SKIPS:
+        raise ExternalError(f"the control pool of {task_class} is exhausted: more than "
+                            f"{MAX_SKIPS} drawn cases were already revealed (spec 9.6: expand "
+                            "the pool)")
+    return skipped + 1
 
 
 def fingerprint(case: Any) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 from faker import Faker
 
 from ..errors import EvaluatorError
-from ..evaluation.controls import fingerprint
+from ..evaluation.controls import fingerprint, skip_retired
 from ..harnesses.protocol import Observation
 from .checks import INJECTION_MARKERS, Decision, has_injection
 from .contract import (
@@ -175,7 +175,7 @@ class _Draw:
     def is_retired(self, scenario: Mapping[str, Any]) -> bool:
         """Whether an earlier run revealed this scenario (counted as one skip when it did)."""
         if fingerprint(case_of(scenario)) in self.retired:
-            self.skipped += 1
+            self.skipped = skip_retired(self.skipped, "pilot_02_feedback_form")
             return True
         return False
 
