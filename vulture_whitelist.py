@@ -194,8 +194,8 @@ public_api.to_original  # verifier/normalise.py: tests/verifier
 typer_command.catalogue_risks  # cli/catalogue.py: spec 11.24, tests/rules/test_residual_risk.py
 typer_command.exploit_respond  # cli/exploit.py: spec 9.11, tests/ledger/test_exploit.py
 typer_command.exploit_report  # cli/exploit.py: output 12.14, tests/ledger/test_exploit.py
-typer_command.audit_run  # cli/audit.py: spec 11.23, tests/acceptance/test_11_23_adversarial_acceptance.py
-typer_command.audit_show  # cli/audit.py: output 12.13, tests/acceptance/test_11_23_adversarial_acceptance.py
+typer_command.audit_run  # cli/audit.py: spec 11.23, tests/acceptance/test_11_23_*.py
+typer_command.audit_show  # cli/audit.py: output 12.13, tests/acceptance/test_11_23_*.py
 pydantic.organisational  # audit/budget.py: Budget field, serialised into the report (spec 9.13)
 pydantic._one_change  # access/requests.py: @model_validator of LoopModeAppend (spec 9.19)
 typer_command.loop_drill  # cli/loop.py: spec 9.19, 11.25, tests/acceptance/test_11_25_*.py

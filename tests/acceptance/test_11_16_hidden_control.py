@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,8 @@ from triz_ri_smart_ai_evaluator.evaluation import loop
 from triz_ri_smart_ai_evaluator.ledger.events import Event
 from triz_ri_smart_ai_evaluator.ledger.log import open_sqlite_ledger
 
-TRIZ_EVAL = Path(sys.executable).parent / "triz-eval"
+from ._cli import cli
+
 HONEST = (Path(__file__).resolve().parents[2] / "triz_ri_smart_ai_evaluator" / "defect_fix"
           / "candidates" / "honest" / "candidate.diff")
 
@@ -51,10 +50,7 @@ class Ledger:
 
 
 def _cli(root: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TRIZ_EVAL_DB": str(root / "ledger.db"),
-           "TRIZ_EVAL_KEYS": str(root / "keys"), "COLUMNS": "200"}
-    return subprocess.run([str(TRIZ_EVAL), *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=root, timeout=600, check=False)
+    return cli(root, *args)
 
 
 @pytest.fixture(scope="module")

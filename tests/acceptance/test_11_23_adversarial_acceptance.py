@@ -20,10 +20,8 @@ acceptance (true).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +35,8 @@ from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
 from triz_ri_smart_ai_evaluator.ledger.log import load_log_signer, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.payloads import AuditReport
 
-TRIZ_EVAL = Path(sys.executable).parent / "triz-eval"
+from ._cli import cli
+
 PILOT = "pilot_02_feedback_form"
 REFERENCE = (Path(__file__).resolve().parents[2] / "triz_ri_smart_ai_evaluator"
              / "pilot_02_feedback_form" / "candidates" / "reference" / "candidate.diff")
@@ -64,10 +63,7 @@ class Campaigns:
 
 
 def _cli(root: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TRIZ_EVAL_DB": str(root / "ledger.db"),
-           "TRIZ_EVAL_KEYS": str(root / "keys"), "COLUMNS": "200"}
-    return subprocess.run([str(TRIZ_EVAL), *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=root, timeout=900, check=False)
+    return cli(root, *args, timeout=900)
 
 
 @pytest.fixture(scope="module")

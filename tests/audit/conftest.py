@@ -8,18 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from triz_ri_smart_ai_evaluator.harnesses import runner
-from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 
-from ..harnesses._toy import TOY_RULES
+from ..harnesses._toy import toy_ledger
 
 
 @pytest.fixture
 def toy_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LedgerStore]:
-    real = runner.load_catalogue
-    monkeypatch.setattr(runner, "load_catalogue", lambda: {**real(), "toy_sum": TOY_RULES})
-    create_log_key(tmp_path / "keys")
-    opened = open_sqlite_ledger(tmp_path / "ledger.db", tmp_path / "keys")
-    yield opened
-    opened.close()
+    yield from toy_ledger(tmp_path, monkeypatch)

@@ -6,9 +6,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
+from triz_ri_smart_ai_evaluator.harnesses import runner
+from triz_ri_smart_ai_evaluator.ledger.log import create_log_key, open_sqlite_ledger
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 from triz_ri_smart_ai_evaluator.rules.loader import load_task_class
 
@@ -47,3 +52,14 @@ def kinds(store: LedgerStore, attempt_id: str) -> list[str]:
         data = e.fields["data"]
         out.append(f"{e.kind}:{data['what']}" if e.kind == "evidence.stored" else e.kind)
     return out
+
+
+def toy_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LedgerStore]:
+    """A real signed SQLite ledger under ``tmp_path`` whose runner catalogue also serves the toy
+    class (not installed here: the runner finds its rules through the catalogue)."""
+    real = runner.load_catalogue
+    monkeypatch.setattr(runner, "load_catalogue", lambda: {**real(), "toy_sum": TOY_RULES})
+    create_log_key(tmp_path / "keys")
+    opened = open_sqlite_ledger(tmp_path / "ledger.db", tmp_path / "keys")
+    yield opened
+    opened.close()
