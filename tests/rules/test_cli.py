@@ -23,7 +23,7 @@ from triz_ri_smart_ai_evaluator.rules.versions import rules_version
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "signal"
 PILOT = "pilot_02_feedback_form"
-IN_FORCE = "2026-12-04T00:00:00Z"
+IN_FORCE = "2026-12-05T09:00:00Z"  # pilot 02 rules version 3 in force (ADR 0012)
 HEX64 = re.compile(r"[0-9a-f]{64}")
 BUNDLED_IDS = {
     "pilot_02_feedback_form",
