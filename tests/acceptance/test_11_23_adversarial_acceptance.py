@@ -3,7 +3,7 @@
 The installed ``triz-eval audit run`` runs two small campaigns against pilot 02 on one fresh
 ledger, each a real harness run per candidate in the sandbox:
 
-* campaign A: one bundled input mutation and one bundled attempt on the test loop, two workers.
+* campaign A: one bundled input mutation and one bundled attempt on the test loop, one worker.
   Its budget is below pilot 11's minimum, so it is recorded and never passed; its report is in
   the ledger as evidence, signed with the log key, and names every attempt it made;
 * campaign B: a user-supplied candidate said to lack the required result that is really the
@@ -78,8 +78,11 @@ def campaigns(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
         "category: input_mutations\nlacks_result: true\n"
         "attack: claims to drop the SMTP send (it is really the honest reference)\n",
         encoding="utf-8")
-    a = _cli(root, "audit", "run", "--class", PILOT, "--budget", root / "a.yaml", "--workers",
-             "2", "--out", root / "audits", "--seed", "a11ce5eed0000000", "--json")
+    # One worker: two workers are exercised by tests/audit (toy class) and by the main job's
+    # full campaign; inside this suite's sandbox process one proof run saw every adversary of a
+    # two-worker campaign end inconclusive (the campaign failed closed), not seen alone.
+    a = _cli(root, "audit", "run", "--class", PILOT, "--budget", root / "a.yaml",
+             "--out", root / "audits", "--seed", "a11ce5eed0000000", "--json")
     b = _cli(root, "audit", "run", "--class", PILOT, "--budget", root / "b.yaml",
              "--candidates", root / "candidates", "--out", root / "audits", "--json")
     return Campaigns(root, a, b)
@@ -92,7 +95,8 @@ def test_the_report_is_in_the_ledger_signed_and_names_every_attempt(
     assert doc["passed"] is False
     assert doc["below_minimum"]
     assert doc["verdicts"] == {"caught": 2, "exploit": 0, "unquarantined": 0,
-                               "inconclusive": 0}
+                               "inconclusive": 0}, [(a["name"], a.get("reason"))
+                                                    for a in doc["attempts"]]
     assert {(a["name"], a["category"]) for a in doc["attempts"]} == {
         ("breaks_public_tests", "input_mutations"), ("changing_tests", "test_loop")}
     assert doc["spent"]["scenarios"] >= 200  # each attempt runs its whole control set
