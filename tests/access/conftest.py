@@ -74,7 +74,9 @@ class World:
     attempt: str = ""
 
     def principal(self, role: Role, principal_id: str | None = None) -> Principal:
-        return Principal(principal_id or IDS[role], role)
+        # The training consumer trains policy-a, the policy that submits the world's attempt.
+        runs = frozenset({"policy-a"}) if role is Role.TRAINING_CONSUMER else frozenset()
+        return Principal(principal_id or IDS[role], role, runs)
 
     def policy(self, principal_id: str = "policy-a") -> PolicyPort:
         return PolicyPort(self.guard, Principal(principal_id, Role.EVALUATED_POLICY),

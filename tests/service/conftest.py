@@ -69,23 +69,31 @@ class _Server(uvicorn.Server):
 
 
 def prepare_service_dir(folder: Path, *, workers: int = 0, policies: int = 2,
-                        edit: dict[str, Any] | None = None) -> Path:
+                        edit: dict[str, Any] | None = None,
+                        trainer_runs: list[str] | None = None) -> Path:
     """``service init`` into ``folder`` with ``workers`` harness workers and ``edit`` applied
-    to service.yaml; returns the configuration's path."""
+    to service.yaml (``trainer_runs``: the policy clients trainer-1 trains, instead of all);
+    returns the configuration's path."""
     import yaml
 
     init_service_dir(folder, policies=policies)
     config_path = folder / "service.yaml"
     doc = yaml.safe_load(config_path.read_text("utf-8"))
     doc["harness"] = {"workers": workers, "out": "runs"}
+    if trainer_runs is not None:
+        for principal in doc["trusted"]:
+            if principal["role"] == Role.TRAINING_CONSUMER.value:
+                principal["runs"] = trainer_runs
     doc.update(edit or {})
     config_path.write_text(yaml.safe_dump(doc), "utf-8")
     return config_path
 
 
 def start_service(folder: Path, *, workers: int = 0, policies: int = 2,
-                  edit: dict[str, Any] | None = None) -> Iterator[Service]:
-    config_path = prepare_service_dir(folder, workers=workers, policies=policies, edit=edit)
+                  edit: dict[str, Any] | None = None,
+                  trainer_runs: list[str] | None = None) -> Iterator[Service]:
+    config_path = prepare_service_dir(folder, workers=workers, policies=policies, edit=edit,
+                                      trainer_runs=trainer_runs)
     config, base = load_config(config_path)
     runtime = Runtime.start(config, base)
     port = free_port()

@@ -54,7 +54,7 @@ from triz_ri_smart_ai_evaluator.service.config import DEFAULT_TRUSTED
 from .conftest import Service, start_service
 
 CLASS = "document_step_faithfulness"
-EXAMPLES = 30  # per operation, caller and generation mode: 7 x 3 x 2 x 30 = 1,260 requests
+EXAMPLES = 30  # per operation, caller and generation mode: 9 x 3 x 2 x 30 = 1,620 requests
 OPERATIONS = {
     ("GET", "/v1/health"),
     ("GET", "/v1/policy/tasks/{class_id}"),
@@ -63,6 +63,8 @@ OPERATIONS = {
     ("POST", "/v1/policy/requests"),
     ("POST", "/v1/trusted/requests"),
     ("GET", "/v1/trusted/attempts/{attempt_id}"),
+    ("POST", "/v1/rewards:batch"),
+    ("GET", "/v1/rewards/{attempt_id}"),
 }
 SETTINGS = settings(
     max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -167,6 +169,12 @@ def _steer(case: Any, data: st.DataObject, attempt: str, role: Role | None,
     body = case.body
     if not isinstance(body, dict):
         return
+    if isinstance(body.get("attempt_ids"), list) and _maybe(data, True, "real attempt ids"):
+        body["attempt_ids"] = [attempt]
+    wait = body.get("wait_seconds")
+    if isinstance(wait, int | float) and not isinstance(wait, bool) and wait > 0.2:
+        # A rewards call may wait up to 120 s for a pending attempt: keep the fuzzing bounded.
+        body["wait_seconds"] = 0.2
     if "class_id" in body and _maybe(data, CLASS, "real class in body"):
         body["class_id"] = CLASS
     if isinstance(body.get("artefact_b64"), str) and _maybe(data, True, "valid base64"):

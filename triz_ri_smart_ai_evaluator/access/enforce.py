@@ -46,10 +46,20 @@ class AccessDenied(EvaluatorError):
 @dataclass(frozen=True, slots=True)
 class Principal:
     """Who is asking: an identifier (for a trusted role, its source id in the provenance
-    register) and a role of the matrix.  Raises InputError for a malformed id or unknown role."""
+    register) and a role of the matrix.  Raises InputError for a malformed id or unknown role.
+
+    ``runs`` are the evaluated-policy clients whose attempts a training consumer trains on
+    (issue 16): a cell of scope ``own_final`` grants it their attempts and no other.
+    """
 
     id: str
     role: Role
+    runs: frozenset[str] = frozenset()
+
+    def owns(self, owner: str | None) -> bool:
+        """True if a record created by ``owner`` is the principal's own: it created it, or it
+        is the attempt of one of its runs.  An unknown owner is never one's own."""
+        return owner is not None and (owner == self.id or owner in self.runs)
 
     def __post_init__(self) -> None:
         if not is_plain_id(self.id):
@@ -103,7 +113,8 @@ class AccessGuard:
         """Return the scope the request is granted under, or refuse it.
 
         ``owner_of`` is the principal id that owns the record acted on (the submitter of an
-        attempt); a cell of scope ``own`` is granted only when it equals ``principal.id``.  An
+        attempt); a cell of scope ``own`` or ``own_final`` is granted only when the principal
+        owns it (:meth:`Principal.owns`).  An
         unknown owner is never one's own (fail closed).  ``target`` names the record for the
         violation event (an attempt id, a class id).  Raises AccessDenied, after appending the
         ``access.violation`` event.
@@ -113,10 +124,10 @@ class AccessGuard:
                         reason=f"the access matrix does not grant {principal.role.value} "
                                f"{action.value} on {resource.value}")
         scope = self.matrix.cell(principal.role, resource).scope
-        if scope is Scope.OWN and owner_of != principal.id:
+        if scope in (Scope.OWN, Scope.OWN_FINAL) and not principal.owns(owner_of):
             self.refuse(principal, resource, action, target=target,
                         reason=f"{principal.role.value} may {action.value} only its own "
-                               f"{resource.value} (scope own)")
+                               f"{resource.value} (scope {scope.value})")
         return scope
 
     def refuse(self, principal: Principal, resource: Resource, action: Action, *, reason: str,

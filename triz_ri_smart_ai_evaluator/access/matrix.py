@@ -84,6 +84,8 @@ class Scope(StrEnum):
     ALL = "all"
     OWN = "own"
     FINAL = "final"
+    #: Final values of the principal's own runs only (the training consumer, issue 16).
+    OWN_FINAL = "own_final"
 
 
 #: Everything the evaluated policy may ever be granted (spec 9.2 defaults): the public spec,
@@ -256,6 +258,13 @@ def _rules(out: _Collector, cells: Mapping[tuple[Role, Resource], Cell]) -> None
         ):
             out.add(path, f"spec 9.6: the training consumer may not be granted {res.value} "
                           f"({', '.join(sorted(a.value for a in cell.allow))})")
+        if role is Role.TRAINING_CONSUMER and cell.allow and cell.scope not in (
+            Scope.FINAL, Scope.OWN_FINAL
+        ):
+            out.add(path, "spec 9.17: the training consumer reads final values only "
+                          "(scope final or own_final)")
+        if cell.scope is Scope.OWN_FINAL and role is not Role.TRAINING_CONSUMER:
+            out.add(path, "scope own_final belongs to the training consumer")
 
 
 def parse_matrix(text: str, *, file: str) -> AccessMatrix:

@@ -208,7 +208,8 @@ class TrustedPort:
         if not isinstance(payload, Mapping):
             raise InputError("the request payload must be a JSON object")
         target = optional_text(payload, "attempt_id") or optional_text(payload, "class_id")
-        scope = self._guard.verify_allowed(self.principal, res, act, target=target)
+        scope = self._guard.verify_allowed(self.principal, res, act, target=target,
+                                           owner_of=self._owner(res, target))
         handler = self._handlers.get((res, act))
         if handler is None:
             raise InputError(f"{act.value} {res.value} is not offered by the trusted port")
@@ -218,6 +219,14 @@ class TrustedPort:
         if signed is None or REQUEST_ID not in payload:
             return handler(req, scope, signed)
         return self._idempotent(payload[REQUEST_ID], signed, lambda: handler(req, scope, signed))
+
+    def _owner(self, res: Resource, target: str | None) -> str | None:
+        """Who submitted the attempt ``target`` names, when the caller's cell is scoped to its
+        own records (the training consumer's runs, issue 16); else None (not looked up)."""
+        scope = self._guard.matrix.cell(self.principal.role, res).scope
+        if scope not in (Scope.OWN, Scope.OWN_FINAL) or target is None or not is_plain_id(target):
+            return None
+        return owner_of(self._store.attempt_events(target))
 
     def _idempotent(self, request_id: object, signed: _Signed,
                     run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -357,7 +366,7 @@ class TrustedPort:
     def _read_award(self, req: AttemptRef, scope: Scope, _: _Signed | None) -> dict[str, Any]:
         events = self._events(req.attempt_id)
         answer = {"attempt_id": req.attempt_id, **final_award(events)}
-        if scope is Scope.FINAL:
+        if scope in (Scope.FINAL, Scope.OWN_FINAL):
             return answer  # spec 9.17: only the final, verified value; nothing held or hidden
         escrow = [e.data for e in events if e.kind.startswith("escrow.")]
         return {**answer, "awards": of_kind(events, EventKind.AWARD_DECISION), "escrow": escrow}

@@ -10,10 +10,12 @@ sent; a server error is never the answer to a malformed request.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import time
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -24,6 +26,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .._safe_read import parse_json
 from ..access.enforce import AccessDenied, Principal
+from ..access.rewards import MAX_BATCH, WAITING
+from ..canonical import canonical_json, sha256_hex
 from ..errors import EvaluatorError, ExternalError, InputError, IntegrityError
 from .auth import Unauthenticated
 from .request_guard import AUTHENTICATED, RequestGuard
@@ -57,6 +61,29 @@ class PortRequest(_Body):
     resource: str = Field(min_length=1, max_length=64)
     action: str = Field(min_length=1, max_length=16)
     payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class RewardsBatch(_Body):
+    """Rewards for many attempts in one call (issue 16): each attempt gets one result."""
+
+    #: the same key and request again gets the first answer (a retried call after a lost
+    #: response); a key reused for another request is refused
+    idempotency_key: str = Field(min_length=1, max_length=128,
+                                 pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$")
+    attempt_ids: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        min_length=1, max_length=MAX_BATCH)
+    #: how long to wait for attempts still pending (0: answer at once); at most the
+    #: service's ``limits.rewards_max_wait_seconds``
+    wait_seconds: float = Field(default=0.0, ge=0, le=3600)
+    #: ``training`` withholds what training may not use (shadow mode, the pressure limit);
+    #: ``evaluation`` (an eval that does not train) gets the measured number there
+    purpose: Literal["training", "evaluation"] = "training"
+
+
+class RewardsAnswer(BaseModel):
+    results: list[dict[str, Any]]
+    #: true when the answer is the one first given to this idempotency key
+    replayed: bool
 
 
 class Submitted(BaseModel):
@@ -261,4 +288,74 @@ def create_app(runtime: Runtime) -> FastAPI:
         return await runtime.call(lambda: port.request("attempts", "read",
                                                        {"attempt_id": attempt_id}))
 
+    _rewards_routes(app, runtime, trusted)
     return app
+
+
+def _rewards_routes(app: FastAPI, runtime: Runtime,
+                    trusted: Callable[[Request], Coroutine[Any, Any, Principal]]) -> None:
+    """The rewards API (issue 16): a trainer's reward function, on the trusted port's
+    signed requests (docs/rewards.md)."""
+    waiting = asyncio.Semaphore(runtime.config.limits.rewards_waiting)
+    max_wait = runtime.config.limits.rewards_max_wait_seconds
+
+    @app.post("/v1/rewards:batch", tags=["rewards"], responses=_ERRORS)
+    async def rewards_batch(request: Request, body: RewardsBatch,
+                            x_triz_principal: Annotated[str | None, Header()] = None,
+                            x_triz_timestamp: Annotated[str | None, Header()] = None,
+                            x_triz_nonce: Annotated[str | None, Header()] = None,
+                            x_triz_signature: Annotated[str | None, Header()] = None,
+                            ) -> RewardsAnswer:
+        """One result per attempt, in the order given: ``{attempt_id, ledger_seq, reward,
+        reason, training_use}``.  ``reward`` is null with a reason whenever the ledger holds no
+        number a trainer may use (shadow, pending, quarantined, infrastructure failure,
+        timeout...), never a made-up 0; a not-verified attempt is a real 0 (docs/rewards.md).
+        With ``wait_seconds`` the call waits for pending attempts up to that long, then answers
+        the ones still pending as null with reason ``pending``."""
+        reader = runtime.rewards(await trusted(request))
+        if body.wait_seconds > max_wait:
+            raise InputError(f"wait_seconds {body.wait_seconds:g} is over this service's "
+                             f"limit of {max_wait:g} s")
+        digest = sha256_hex(canonical_json({"attempt_ids": body.attempt_ids,
+                                            "wait_seconds": str(body.wait_seconds),
+                                            "purpose": body.purpose}))
+        key = body.idempotency_key
+        first = await runtime.call(lambda: reader.remembered(key, digest))
+        if first is not None:
+            return RewardsAnswer(results=first, replayed=True)
+        ids, purpose = body.attempt_ids, body.purpose
+        results = await runtime.call(lambda: reader.read(ids, purpose=purpose))
+        if body.wait_seconds > 0 and any(r.reason in WAITING for r in results):
+            if waiting.locked():
+                raise _busy()
+            async with waiting:
+                deadline = time.monotonic() + body.wait_seconds
+                while (any(r.reason in WAITING for r in results)
+                       and (left := deadline - time.monotonic()) > 0):
+                    await asyncio.sleep(min(_POLL_SECONDS, left))
+                    results = await runtime.call(lambda: reader.read(ids, purpose=purpose))
+        data = [r.to_data() for r in results]
+        kept = await runtime.call(lambda: reader.remember(key, digest, data))
+        return RewardsAnswer(results=kept, replayed=kept is not data)
+
+    @app.get("/v1/rewards/{attempt_id}", tags=["rewards"], responses=_ERRORS)
+    async def reward(request: Request, attempt_id: str,
+                     purpose: Literal["training", "evaluation"] = "training",
+                     x_triz_principal: Annotated[str | None, Header()] = None,
+                     x_triz_timestamp: Annotated[str | None, Header()] = None,
+                     x_triz_nonce: Annotated[str | None, Header()] = None,
+                     x_triz_signature: Annotated[str | None, Header()] = None,
+                     ) -> dict[str, Any]:
+        """The reward of one attempt now (the batch call's result shape, no waiting)."""
+        reader = runtime.rewards(await trusted(request))
+        found = await runtime.call(lambda: reader.read([attempt_id], purpose=purpose))
+        return found[0].to_data()
+
+
+#: How often a waiting batch call reads the ledger again.
+_POLL_SECONDS = 0.25
+
+
+def _busy() -> StarletteHTTPException:
+    return StarletteHTTPException(429, "too many reward calls are waiting; retry later or "
+                                       "call with wait_seconds 0", headers={"Retry-After": "1"})

@@ -85,6 +85,7 @@ class Authenticator:
         register's ledger (created there if missing).  Raises ExternalError."""
         self._tokens = {c.token_sha256: c.id for c in config.policy_clients}
         self._roles = {t.id: t.role for t in config.trusted if not t.revoked}
+        self._runs = {t.id: frozenset(t.runs) for t in config.trusted}
         self._register = register
         self._clock = clock
         self._nonces = nonces if nonces is not None else book_for(register._store)
@@ -128,7 +129,7 @@ class Authenticator:
         if not self._nonces.use(principal_id, nonce, now=int(self._clock()),
                                 expires=int(timestamp) + WINDOW_SECONDS + 1):
             raise Unauthenticated("replayed request (nonce already seen)")
-        return Principal(principal_id, role)
+        return Principal(principal_id, role, self._runs.get(principal_id, frozenset()))
 
 
 def sync_trusted_sources(register: ProvenanceRegister, trusted: tuple[TrustedPrincipal, ...],

@@ -106,11 +106,15 @@ class TrustedClient(_Client):
         self.principal = Principal(principal_id, Role(role))
         self._key = key
 
-    def _send(self, method: str, path: str, body: bytes = b"") -> dict[str, Any]:
-        headers = signed_headers(self._key, self.principal.id, method, path, "", body)
+    def _send(self, method: str, path: str, body: bytes = b"", *,
+              timeout: float | None = None, query: str = "") -> dict[str, Any]:
+        headers = signed_headers(self._key, self.principal.id, method, path, query, body)
         if body:
             headers["Content-Type"] = "application/json"
-        return _answer(self._http.request(method, path, content=body, headers=headers))
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        url = f"{path}?{query}" if query else path
+        return _answer(self._http.request(method, url, content=body, headers=headers,
+                                          **extra))
 
     def request(self, resource: Resource | str, action: Action | str,
                 payload: Mapping[str, Any], *, request_id: str | None = None) -> dict[str, Any]:
@@ -130,3 +134,19 @@ class TrustedClient(_Client):
     def attempt(self, attempt_id: str) -> dict[str, Any]:
         """The transparent breakdown of an attempt (spec 3.2)."""
         return self._send("GET", f"/v1/trusted/attempts/{attempt_id}")
+
+    def rewards(self, attempt_ids: Sequence[str], *, idempotency_key: str,
+                wait_seconds: float = 0.0, purpose: str = "training") -> list[dict[str, Any]]:
+        """One reward result per attempt (issue 16, docs/rewards.md): ``reward`` is None with
+        a ``reason`` when the ledger holds no number a trainer may use."""
+        data = json.dumps({"idempotency_key": idempotency_key,
+                           "attempt_ids": list(attempt_ids),
+                           "wait_seconds": wait_seconds, "purpose": purpose}).encode("utf-8")
+        # the call may wait up to wait_seconds on the server: the client waits longer
+        answer = self._send("POST", "/v1/rewards:batch", data, timeout=wait_seconds + 30.0)
+        results: list[dict[str, Any]] = answer["results"]
+        return results
+
+    def reward(self, attempt_id: str, *, purpose: str = "training") -> dict[str, Any]:
+        """One attempt's reward result now."""
+        return self._send("GET", f"/v1/rewards/{attempt_id}", query=f"purpose={purpose}")

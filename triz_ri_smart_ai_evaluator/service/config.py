@@ -14,7 +14,7 @@ import hashlib
 import json
 import secrets
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -64,11 +64,16 @@ class TrustedPrincipal(_Strict):
     #: refused, and quarantined in the provenance register (``triz-eval service revoke-key``);
     #: ``rotate-key`` gives it a new key and clears this
     revoked: bool = False
+    #: the training consumer only: the evaluated-policy clients whose attempts it trains on and
+    #: may read the rewards of (issue 16, access scope own_final); none reads nothing
+    runs: tuple[Annotated[str, Field(pattern=_ID)], ...] = ()
 
     @model_validator(mode="after")
     def _trusted(self) -> TrustedPrincipal:
         if self.role not in TRUSTED_ROLES:
             raise ValueError(f"role {self.role.value} is not a trusted role")
+        if self.runs and self.role is not Role.TRAINING_CONSUMER:
+            raise ValueError("runs belong to a training_consumer principal only")
         try:
             raw = base64.b64decode(self.public_key, validate=True)
         except ValueError:
@@ -116,6 +121,10 @@ class LimitsConfig(_Strict):
     address_refusals: RateConfig = RateConfig(per_second=100, burst=1000)
     #: ``service.refusal`` ledger events per (reason, address) and minute (trusted port)
     refusal_events_per_minute: int = Field(default=10, ge=0, le=10_000)
+    #: the longest a ``POST /v1/rewards:batch`` may wait for pending attempts (issue 16)
+    rewards_max_wait_seconds: float = Field(default=120.0, ge=0, le=3600)
+    #: batch calls waiting at once, over all trainers; one more is answered 429
+    rewards_waiting: int = Field(default=32, ge=1, le=10_000)
 
 
 class ServiceConfig(_Strict):
@@ -136,6 +145,12 @@ class ServiceConfig(_Strict):
         dup = {i for i in ids if ids.count(i) > 1}
         if dup:
             raise ValueError(f"principal ids used twice: {sorted(dup)}")
+        clients = {c.id for c in self.policy_clients}
+        for t in self.trusted:
+            unknown = sorted(set(t.runs) - clients)
+            if unknown:
+                raise ValueError(f"trusted principal {t.id}: runs name no policy client: "
+                                 f"{unknown}")
         tokens = [c.token_sha256 for c in self.policy_clients]
         if len(set(tokens)) != len(tokens):
             raise ValueError("two policy clients share a token")
@@ -182,7 +197,11 @@ def init_service_dir(folder: Path, *, policies: int = 1, postgres: str | None = 
     trusted = []
     for principal_id, role in DEFAULT_TRUSTED:
         public_key = write_principal_key(folder / "principals" / f"{principal_id}.key")
-        trusted.append({"id": principal_id, "role": role.value, "public_key": public_key})
+        entry: dict[str, Any] = {"id": principal_id, "role": role.value,
+                                 "public_key": public_key}
+        if role is Role.TRAINING_CONSUMER:
+            entry["runs"] = list(tokens)  # the trainer trains every policy of this folder
+        trusted.append(entry)
     ledger: dict[str, str] = ({"postgres": postgres} if postgres is not None
                               else {"sqlite": "ledger.db"})
     config = {

@@ -34,6 +34,7 @@ from ..access import (
     TrustedPort,
     load_matrix,
 )
+from ..access.rewards import RewardReader
 from ..errors import EvaluatorError
 from ..harnesses import runner
 from ..harnesses.protocol import RunOptions
@@ -247,6 +248,9 @@ class Runtime:
         return TrustedPort(self.guard, principal, register=self.register,
                            catalogue=self.catalogue, control_sets=self.control_sets,
                            schedule=self.schedule)
+
+    def rewards(self, principal: Principal) -> RewardReader:
+        return RewardReader(self.guard, principal)
 
     # -- the harnesses' worker pool ----------------------------------------------------------
     def dispatch(self, task_class: str, attempt_id: str, artefact: bytes) -> bool:
