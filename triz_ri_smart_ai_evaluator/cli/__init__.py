@@ -60,6 +60,10 @@ def _register_trust_record() -> None:
     from .harness import attempt_run_command, pilot_app  # noqa: PLC0415
 
     attempt_app.command("run")(attempt_run_command)
+    from .swebench import export_report_command, import_predictions_command  # noqa: PLC0415
+
+    attempt_app.command("import-predictions")(import_predictions_command)
+    attempt_app.command("export-report")(export_report_command)
     app.add_typer(pilot_app, name="pilot", no_args_is_help=True)
     from .document import document_app  # noqa: PLC0415
 
