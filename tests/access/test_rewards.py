@@ -166,6 +166,35 @@ def test_quarantine_after_the_award_turns_the_reward_to_null(store: SqliteStore)
     assert (got.reward, got.reason, got.training_use) == (None, "quarantined", False)
 
 
+def _quarantine(store: SqliteStore, attempt: str) -> None:
+    store.append([NewEvent.make(EventKind.QUARANTINE_CHANGED,
+                                QuarantineChanged(status="quarantined", reason="stopping rule"),
+                                actor="owner-1", at=NOW, attempt=attempt)])
+
+
+def test_a_caught_cheat_keeps_its_penalty_in_quarantine(store: SqliteStore) -> None:
+    """A verified award of S <= 0 (a critical violation the harness caught) stays a real
+    number when the attempt is quarantined: as a null, the cheat would escape its penalty and
+    count as a skipped sample."""
+    critical = next(i.id for i in task_class(PILOT).checklist if i.severity == "critical")
+    signal = _award(store, "c-1", failed=(critical,))
+    assert signal.verified
+    assert signal.value <= 0
+    _quarantine(store, "c-1")
+    got = _reward(store, "c-1")
+    assert (got.reward, got.reason, got.training_use) == (signal.value, "quarantined_penalty",
+                                                          False)
+    # ... but not in shadow, and not while the class is suspended
+    loop.set_mode(store, PILOT, "suspended", cause="exploit", reason="x", at=NOW)
+    assert _reward(store, "c-1").reward is None
+
+
+def test_an_unverified_award_in_quarantine_is_null(store: SqliteStore) -> None:
+    _award(store, "c-2", drop_evidence=("delivery",))
+    _quarantine(store, "c-2")
+    assert (_reward(store, "c-2").reward, _reward(store, "c-2").reason) == (None, "quarantined")
+
+
 def test_an_open_attempt_is_pending_then_timeout(store: SqliteStore) -> None:
     _open(store, "a-9")
     assert _reward(store, "a-9").reason == "pending"

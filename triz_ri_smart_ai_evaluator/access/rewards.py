@@ -17,7 +17,11 @@ reason                     reward    when
 ``pending``                None      no outcome yet, inside the attempt's deadline
 ``timeout``                None      no outcome by the attempt's deadline, or abandoned
 ``pending_confirmation``   None      verified, its payment held until confirmation (9.17)
-``quarantined``            None      the attempt is quarantined (9.11)
+``quarantined``            None      the attempt is quarantined (9.11) and its award paid
+                                     something, or it has no verified award
+``quarantined_penalty``    S <= 0    quarantined after a verified award of S <= 0 (a cheat the
+                                     harness caught): the penalty stands, or a caught cheat
+                                     would escape it as a skipped sample
 ``recalled``               None      training consumers were told to drop it (9.11 step 2)
 ``shadow``                 None      the rules or the loop keep the class's signals in shadow
 ``suspended``              None      the class is suspended (exploit procedure, 9.11)
@@ -61,7 +65,8 @@ from .nonces import book_for
 from .views import final_award, of_kind, owner_of, quarantine_of
 
 #: Reasons with a real number; every other reason comes with ``reward: None``.
-SCORED = frozenset({"verified", "not_verified", "verification_failed", "invalid_artefact"})
+SCORED = frozenset({"verified", "not_verified", "verification_failed", "invalid_artefact",
+                    "quarantined_penalty"})
 #: Reasons that may still change to a number: a batch call waits on these.
 WAITING = frozenset({"pending", "pending_confirmation"})
 _MODE_REASONS = {"shadow": "shadow", "suspended": "suspended", "shut_down": "shut_down"}
@@ -132,7 +137,9 @@ def _training_reward(attempt_id: str, events: Sequence[Event], state: ClassState
         return Reward(attempt_id, seq, reward, reason, use, detail)
 
     quarantine = quarantine_of(events)
-    if quarantine != "clear":
+    award_event = _last(events, EventKind.AWARD_DECISION)
+    penalty = _penalty(award_event)
+    if quarantine != "clear" and penalty is None:
         return answer("quarantined", detail=f"quarantine status {quarantine}")
     included = _last(events, EventKind.TRAINING_INCLUDED)
     if included is not None and included.data.get("recall"):
@@ -141,17 +148,31 @@ def _training_reward(attempt_id: str, events: Sequence[Event], state: ClassState
         return answer(_MODE_REASONS[state.mode], state.seq or head,
                       detail=state.describe())
 
-    award_event = _last(events, EventKind.AWARD_DECISION)
+    if award_event is not None and award_event.data.get("mode") == "shadow" and not evaluation:
+        return answer("shadow", award_event.seq, detail="the rules version's mode is shadow")
+    if quarantine != "clear" and award_event is not None and penalty is not None:
+        return answer("quarantined_penalty", award_event.seq, penalty,
+                      detail=f"quarantine status {quarantine}; outcome "
+                             f"{award_event.data.get('outcome')}")
     if award_event is not None:
         return _awarded(answer, events, award_event, included, evaluation)
     return _unawarded(answer, events, now)
 
 
+def _penalty(award_event: Event | None) -> Decimal | None:
+    """The signal of a verified award of S <= 0 (what a caught cheat earns), else None."""
+    if award_event is None or not award_event.data.get("verified"):
+        return None
+    value = award_event.data.get("value")
+    if value is None:
+        return None
+    signal = Decimal(str(value))
+    return signal if signal <= 0 else None
+
+
 def _awarded(answer: _Answer, events: Sequence[Event], award_event: Event,
              included: Event | None, evaluation: bool) -> Reward:
     award = award_event.data
-    if award.get("mode") == "shadow" and not evaluation:
-        return answer("shadow", award_event.seq, detail="the rules version's mode is shadow")
     if included is not None and included.data.get("withheld") and not evaluation:
         mode = str(included.data.get("class_mode") or "")
         withheld = str(included.data["withheld"])
