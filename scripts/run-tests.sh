@@ -32,7 +32,8 @@ fi
 # isolation): it stays with the sandbox tests, after them, as before the split. tests/defect_fix
 # opens sandboxes too: beside the pilot's leftover checks it would look like a leak.
 SANDBOXED=(tests/pilot tests/sandbox tests/service tests/defect_fix tests/acceptance
-           tests/integrations/test_swebench_end_to_end.py tests/integrations/test_trl_example.py)
+           tests/integrations/test_swebench_end_to_end.py tests/integrations/test_trl_example.py
+           tests/integrations/test_inspect_example.py)
 
 collected_nothing() {
     echo "run-tests: pytest collected no tests ($1): failing on purpose" >&2

@@ -37,7 +37,7 @@ _TESTS = Path(__file__).resolve().parent
 
 _SANDBOX = ("pilot/", "sandbox/", "service/", "acceptance/", "defect_fix/test_candidates.py",
             "defect_fix/test_end_to_end.py", "integrations/test_swebench_end_to_end.py",
-            "integrations/test_trl_example.py")
+            "integrations/test_trl_example.py", "integrations/test_inspect_example.py")
 _ROOT = (
     "sandbox/test_network.py",
     "sandbox/test_process.py",

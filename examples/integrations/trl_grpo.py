@@ -26,20 +26,14 @@ import argparse
 import contextlib
 import json
 import math
-import socket
 import string
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-import yaml
 from datasets import Dataset
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
@@ -51,14 +45,11 @@ from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.examples import bundled_c
 from triz_ri_smart_ai_evaluator.rules.formula import Mode
 from triz_ri_smart_ai_evaluator.rules.published import BUNDLED_STORE, RulesStore
 from triz_ri_smart_ai_evaluator.rules.versions import canonical_rules
-from triz_ri_smart_ai_evaluator.service.app import create_app
 from triz_ri_smart_ai_evaluator.service.client import TrustedClient
-from triz_ri_smart_ai_evaluator.service.config import (
-    init_service_dir,
-    load_config,
-    load_principal_key,
-)
-from triz_ri_smart_ai_evaluator.service.runtime import Runtime
+from triz_ri_smart_ai_evaluator.service.config import load_principal_key
+
+# the examples' shared helper, next to this file (run as a script, its folder is on sys.path)
+from _service import serve  # isort: skip
 
 CHEAT = "false_ui_success"
 #: The tokenizer's special tokens: padding, unknown character, end of sequence (ids 0, 1, 2).
@@ -80,45 +71,6 @@ def tiny_model() -> tuple[Any, Any]:
     config = GPT2Config(vocab_size=len(vocab), n_positions=256, n_embd=32, n_layer=2, n_head=2,
                         bos_token_id=2, eos_token_id=2, pad_token_id=0)
     return GPT2LMHeadModel(config), tokenizer
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def serve(folder: Path, workers: int) -> Iterator[tuple[str, Any]]:
-    """A real service in ``folder`` on a free loopback port; yields (base URL, runtime)."""
-    init_service_dir(folder, policies=1)
-    path = folder / "service.yaml"
-    doc = yaml.safe_load(path.read_text("utf-8"))
-    doc["harness"] = {"workers": workers, "out": "runs"}
-    path.write_text(yaml.safe_dump(doc), "utf-8")
-    config, base = load_config(path)
-    runtime = Runtime.start(config, base)
-    port = free_port()
-
-    class Server(uvicorn.Server):
-        def install_signal_handlers(self) -> None:  # it runs in a thread
-            pass
-
-    server = Server(uvicorn.Config(create_app(runtime), host="127.0.0.1", port=port,
-                                   log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the service did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}", runtime
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        runtime.close()
 
 
 def publish_training_rules(url: str, folder: Path) -> str:

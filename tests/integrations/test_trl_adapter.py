@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import math
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +34,8 @@ PROMPTS = ["honest:", "unverified:", "unscorable:"]
 
 
 def _example() -> Any:
+    if str(EXAMPLE.parent) not in sys.path:  # the example imports its sibling _service
+        sys.path.insert(0, str(EXAMPLE.parent))
     spec = importlib.util.spec_from_file_location("trl_grpo_example", EXAMPLE)
     assert spec is not None
     assert spec.loader is not None
