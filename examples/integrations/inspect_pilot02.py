@@ -34,10 +34,10 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from triz_ri_smart_ai_evaluator.integrations.inspect_eval import (
     SAMPLE_RECORD,
-    ServiceAccess,
     record_samples,
     triz_signal,
 )
+from triz_ri_smart_ai_evaluator.integrations.service_access import ServiceAccess
 from triz_ri_smart_ai_evaluator.ledger.log import LOG_VKEY_FILE, check_ledger, load_vkey
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.examples import bundled_candidates
 

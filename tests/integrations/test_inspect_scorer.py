@@ -18,7 +18,8 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from tests.integrations.test_trl_adapter import PROMPTS, OutsideHarness
 from tests.service.conftest import Service, start_service
-from triz_ri_smart_ai_evaluator.integrations.inspect_eval import ServiceAccess, triz_signal
+from triz_ri_smart_ai_evaluator.integrations.inspect_eval import triz_signal
+from triz_ri_smart_ai_evaluator.integrations.service_access import ServiceAccess
 
 
 @solver

@@ -138,3 +138,45 @@ def serve_command(
                     limit_concurrency=limits.max_connections)
     finally:
         runtime.close()
+
+
+@service_app.command("openrlhf-proxy")
+def openrlhf_proxy_command(
+    url: Annotated[str, typer.Option("--url", help="The evaluator service's base URL.")],
+    folder: Annotated[Path, typer.Option(
+        "--service-dir", help="The folder of `service init` (credentials.json, principals/).")],
+    task_class: Annotated[str, typer.Option("--task-class", "-t")] = "pilot_02_feedback_form",
+    policy: Annotated[str, typer.Option(
+        "--policy", help="The policy client the responses are handed in as.")] = "policy-1",
+    trainer: Annotated[str, typer.Option(
+        "--trainer", help="The training consumer that reads the rewards.")] = "trainer-1",
+    wait: Annotated[float, typer.Option("--wait", min=0, help="Seconds to wait for pending "
+                                        "rewards.")] = 120.0,
+    mask: Annotated[bool, typer.Option(
+        "--mask", help="Answer an unscorable response 0.0 flagged triz_unscorable=1 instead "
+        "of failing the request (503).")] = False,
+    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 5000,
+) -> None:
+    """Serve OpenRLHF's remote reward route (POST /get_reward) beside the trainer, backed by
+    the service: pass http://HOST:PORT/get_reward as --remote_rm_url (docs/integrations.md)."""
+    import uvicorn  # noqa: PLC0415
+
+    from ..errors import InputError  # noqa: PLC0415
+    from ..integrations.openrlhf import ROUTE, create_proxy  # noqa: PLC0415
+    from ..integrations.service_access import ServiceAccess  # noqa: PLC0415
+
+    try:
+        tokens = json.loads((folder / "credentials.json").read_text("utf-8"))["policy_tokens"]
+        token = tokens[policy]
+    except (OSError, ValueError, KeyError) as e:
+        raise InputError(f"{folder}/credentials.json: no policy token for {policy!r} "
+                         f"({type(e).__name__})") from None
+    access = ServiceAccess(url=url, task_class=task_class, policy_token=token,
+                           reader_id=trainer,
+                           reader_key=folder / "principals" / f"{trainer}.key",
+                           wait_seconds=wait)
+    access.reader().close()  # the key is readable, or a clear error now rather than later
+    err.print(f"OpenRLHF remote reward route on http://{host}:{port}{ROUTE} "
+              f"({'masking' if mask else 'failing on'} unscorable responses)", highlight=False)
+    uvicorn.run(create_proxy(access, mask=mask), host=host, port=port, log_level="warning")

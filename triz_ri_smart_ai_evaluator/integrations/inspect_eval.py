@@ -24,63 +24,19 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
-from ..service.client import PolicyClient, TrustedClient
-from ..service.config import load_principal_key
+from .service_access import ServiceAccess
 
-#: ``to_artefact(sample_input, output_text)`` -> the artefact bytes the task class takes.
-ToArtefact = Callable[[Any, str], bytes]
 SAMPLE_RECORD = "inspect_sample"
 #: Where the scorer leaves the attempt id in the score's metadata (the hooks read it).
 ATTEMPT_KEY = "triz_attempt_id"
 
 
-def _utf8(_input: Any, text: str) -> bytes:
-    return text.encode("utf-8")
-
-
-@dataclass(frozen=True)
-class ServiceAccess:
-    """How an Inspect process reaches the evaluator service: the policy client the outputs are
-    handed in as, the training consumer that reads their rewards (its ``runs`` name that
-    client) and, for the hooks, the harness principal that signs the sample records."""
-
-    url: str
-    task_class: str
-    policy_token: str
-    reader_id: str
-    reader_key: Path
-    recorder_id: str | None = None
-    recorder_key: Path | None = None
-    to_artefact: ToArtefact = _utf8
-    wait_seconds: float = 120.0
-
-    def policy(self) -> PolicyClient:
-        return PolicyClient(self.url, self.policy_token)
-
-    def reader(self) -> TrustedClient:
-        return TrustedClient(self.url, self.reader_id, "training_consumer",
-                             load_principal_key(self.reader_key))
-
-    def recorder(self) -> TrustedClient:
-        if self.recorder_id is None or self.recorder_key is None:
-            raise ValueError("the sample hooks need recorder_id and recorder_key (a harness)")
-        return TrustedClient(self.url, self.recorder_id, "harness",
-                             load_principal_key(self.recorder_key))
-
-
 def _submit_and_read(access: ServiceAccess, sample_input: Any, text: str,
                      key: str) -> tuple[str, dict[str, Any]]:
-    with access.policy() as policy:
-        attempt = policy.submit(access.task_class, access.to_artefact(sample_input, text))
-    with access.reader() as reader:
-        [result] = reader.rewards([attempt], idempotency_key=key,
-                                  wait_seconds=access.wait_seconds, purpose="evaluation")
-    return attempt, result
+    [result] = access.score([sample_input], [text], key=key, purpose="evaluation")
+    return str(result["attempt_id"]), result
 
 
 def triz_signal(access: ServiceAccess) -> Any:
