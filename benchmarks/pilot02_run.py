@@ -12,6 +12,12 @@ and the same scenarios driven through the same HTTP driver; no sandbox, no ledge
 no self-checks, no bundle.  The ratio says what trust costs.  Needs root (the sandbox).  Run:
 
     .venv/bin/python benchmarks/pilot02_run.py [--n 3] [--size 100] [--json]
+    .venv/bin/python benchmarks/pilot02_run.py --workers 1,2,4 [--runs-per-worker 2]
+
+``--workers`` measures throughput instead (issue 16 item 5): for each worker count W, W threads
+run full evaluations side by side on one ledger (each with its own connection, as the
+service's harness pool does), and the report gives runs per minute and the speed-up over one
+worker measured in the same invocation.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -147,16 +154,70 @@ def bare_run(diff: Path, work: Path, size: int) -> float:
     return time.perf_counter() - t0
 
 
+def throughput(diff: Path, work: Path, size: int, workers: int, runs: int) -> dict[str, float]:
+    """``runs`` full evaluations on ``workers`` threads sharing one ledger file."""
+    keys = work / "keys"
+    if not keys.exists():
+        create_log_key(keys, origin=DEFAULT_ORIGIN)
+
+    def one(_: int) -> bool:
+        store = open_sqlite_ledger(work / "ledger.db", keys)
+        try:
+            return harness.run(diff, store, work / "runs",
+                               RunOptions(size=size)).status == "completed"
+        finally:
+            store.close()
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        done = list(pool.map(one, range(runs)))
+    elapsed = time.perf_counter() - t0
+    if not all(done):
+        sys.exit(f"{done.count(False)} of {runs} runs did not complete: see the bundles")
+    return {"workers": workers, "runs": runs, "seconds": round(elapsed, 2),
+            "runs_per_minute": round(runs / elapsed * 60, 2)}
+
+
+def scaling(diff: Path, size: int, counts: list[int], per_worker: int, as_json: bool) -> None:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="trz-bench-p02-scale-") as tmp:
+        for workers in counts:
+            rows.append(throughput(diff, Path(tmp), size, workers, workers * per_worker))
+            if not as_json:
+                print(f"{workers} worker(s): {rows[-1]['runs']} runs in "
+                      f"{rows[-1]['seconds']} s", file=sys.stderr)
+    base = rows[0]["runs_per_minute"]
+    for row in rows:
+        row["speedup_over_first"] = round(row["runs_per_minute"] / base, 2)
+    report = {"size": size, "cores": os.cpu_count(), "rows": rows}
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"pilot 02 reference, {size} scenarios per run, {os.cpu_count()} cores")
+    for row in rows:
+        print(f"  {row['workers']} worker(s): {row['runs_per_minute']:6.2f} runs/minute "
+              f"({row['speedup_over_first']:.2f}x the first row)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=3, help="full runs (and bare runs), interleaved")
     parser.add_argument("--size", type=int, default=100, help="control-set size per run")
+    parser.add_argument("--workers", help="measure throughput at these worker counts "
+                        "(comma-separated, e.g. 1,2,4) instead of one run's cost")
+    parser.add_argument("--runs-per-worker", type=int, default=2)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     support = probe_isolation()
     if not support.available:
         sys.exit(f"sandbox isolation not available: {support.reason}")
     diff = reference_diff()
+    if args.workers:
+        counts = [int(w) for w in args.workers.split(",") if w.strip()]
+        if not counts or min(counts) < 1:
+            sys.exit("--workers takes positive counts, for example 1,2,4")
+        scaling(diff, args.size, counts, args.runs_per_worker, args.json)
+        return
     totals: list[float] = []
     bares: list[float] = []
     phases: dict[str, list[float]] = {}

@@ -244,3 +244,33 @@ def test_an_opened_attempt_of_a_class_shut_down_since_ends_errored(store, tmp_pa
     assert result.status == "errored"
     assert "shut down" in result.summary["error"]
     assert _kinds(store, attempt_id)[-1] == "attempt.errored"
+
+
+class _SlowToy(ToySumHarness):
+    """The toy class, with a known pause inside ``execute`` and a sub-phase it reports."""
+
+    def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:
+        import time
+
+        time.sleep(0.2)
+        outcome = super().execute(ctx, prepared, controls)
+        outcome.phases["execute.pause"] = 0.2
+        return outcome
+
+
+def test_every_bundle_reports_where_the_time_went(store, tmp_path):
+    """Issue 16 item 5: per-phase timings in every bundle, the harness's sub-phases beside the
+    runner's, inside the signed summary."""
+    result = runner.run(_SlowToy(), _candidate(tmp_path, "add"), store, tmp_path / "runs",
+                        RunOptions(size=8))
+    summary = json.loads((result.bundle / "summary.json").read_text("utf-8"))
+    phases = summary["phases"]
+    assert set(phases) == {"prepare", "draw", "execute", "award", "reveal", "execute.pause"}
+    assert all(value >= 0 for value in phases.values())
+    assert phases["execute"] >= 0.2, "the pause inside execute is counted there"
+    assert phases["execute.pause"] == 0.2
+    runner_side = sum(v for k, v in phases.items() if k not in ("prepare", "execute.pause"))
+    assert runner_side <= summary["seconds"] + 0.01
+    manifest = (result.bundle / "MANIFEST").read_text("utf-8")
+    digest = hashlib.sha256((result.bundle / "summary.json").read_bytes()).hexdigest()
+    assert f"{digest}  summary.json" in manifest

@@ -105,6 +105,9 @@ class Outcome:
     state: Any = None
     #: Known suite against hidden control, for the divergence monitor (None: not measured).
     observation: Observation | None = None
+    #: seconds of the harness's own sub-phases of ``execute`` (``"execute.sandbox"``, ...),
+    #: merged into ``summary.json``'s ``phases`` beside the runner's (issue 16 item 5)
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 class RunContext(Protocol):

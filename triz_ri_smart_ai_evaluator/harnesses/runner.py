@@ -177,7 +177,9 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
         work.chmod(0o711)  # the sandbox uid may traverse to the candidate tree, not list
         options.progress("preparing the candidate", 0, 1)
         try:
+            prepare_started = time.monotonic()
             prepared = harness.prepare(candidate, work)
+            prepare_seconds = time.monotonic() - prepare_started
             if opened is not None and prepared.artefact_sha256 != opened.artefact_sha256:
                 raise InputError(f"the candidate is not the artefact attempt "
                                  f"{opened.attempt_id} recorded (its SHA-256 differs)")
@@ -191,7 +193,8 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
             store_evidence(store, attempt_id, "candidate", prepared.artefact,
                            **prepared.evidence)
             return _evaluate(store, harness, pinned, attempt_id, prepared,
-                             bundle_root / attempt_id, options, work)
+                             bundle_root / attempt_id, options, work,
+                             {"prepare": prepare_seconds})
         except EvaluatorError as e:
             return _errored(store, attempt_id, bundle_root, e.diagnostics(), "run",
                             prepared.digest)
@@ -204,8 +207,9 @@ def run_class(task_class: str, candidate: Path, store: LedgerStore, bundle_root:
 
 
 def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt_id: str,
-              prepared: Prepared, bundle: Path, options: RunOptions, work: Path) -> RunResult:
-    started = time.monotonic()
+              prepared: Prepared, bundle: Path, options: RunOptions, work: Path,
+              phases: dict[str, float]) -> RunResult:
+    started = lap = time.monotonic()
     seed = options.seed or secrets.token_bytes(32)
     commitment = seed_commitment(harness, seed)
     store_evidence(store, attempt_id, "control_seed_commitment",
@@ -215,11 +219,13 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
     drawn = _draw(harness, seed, options.size, controls.retired(store, harness.task_class))
     store_evidence(store, attempt_id, "control_set", drawn.data, scenarios=drawn.count)
     bundle.mkdir(parents=True, exist_ok=True)
+    lap = _lap(phases, "draw", lap)
     ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options, pinned,
                    loop.passing_audit(store, harness.task_class, pinned.version,
                                       harness.version))
     try:
-        outcome, signal = _judge(store, harness, pinned, ctx, prepared, drawn)
+        outcome, signal = _judge(store, harness, pinned, ctx, prepared, drawn, phases)
+        lap = _lap(phases, "award", phases.pop("_award_started"))
     except EvaluatorError as e:
         # The candidate may have met the cases before the run broke: they are exposed all the
         # same, so they are revealed (and retired) once the attempt has ended errored.
@@ -228,7 +234,6 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
         controls.reveal(store, harness.task_class, attempt_id, seed, commitment, drawn.cases,
                         drawn.skipped, now_utc())
         return result
-    elapsed = time.monotonic() - started
     seen = outcome.observation
     if seen is not None:
         # spec 4.7, 9.8: the known suite beside the hidden control, for the divergence monitor.
@@ -240,6 +245,8 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
     # later draw of the class leaves these cases out.
     controls.reveal(store, harness.task_class, attempt_id, seed, commitment, drawn.cases,
                     drawn.skipped, now_utc())
+    _lap(phases, "reveal", lap)
+    elapsed = time.monotonic() - started
     summary = {
         "attempt_id": attempt_id, "task_class": harness.task_class, "status": "completed",
         "candidate_digest": prepared.digest,
@@ -251,6 +258,9 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
         else signal.outcome.value, "reasons": list(signal.reasons),
         "quarantine": list(outcome.quarantine), "metrics": outcome.metrics,
         "seconds": round(elapsed, 3), "scenarios": drawn.count, **outcome.summary,
+        # issue 16 item 5: where the run's time went, the harness's own sub-phases included
+        "phases": {name: round(value, 3) for name, value in
+                   {**phases, **outcome.phases}.items()},
     }
     files = dict(outcome.files)
     files["summary.json"] = json_bytes(summary)
@@ -266,12 +276,15 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
 
 
 def _judge(store: LedgerStore, harness: Harness, pinned: PinnedRules, ctx: _Context,
-           prepared: Prepared, drawn: Controls) -> tuple[Outcome, Signal]:
+           prepared: Prepared, drawn: Controls,
+           phases: dict[str, float]) -> tuple[Outcome, Signal]:
     """Run and judge the candidate, and record the award: stopping conditions first, then the
     critical layer's decision, then the signal.  A malformed observation is refused before
     the award.  Raises EvaluatorError when the run cannot be completed."""
     attempt_id = ctx.attempt_id
+    started = time.monotonic()
     outcome = harness.execute(ctx, prepared, drawn)
+    phases["_award_started"] = _lap(phases, "execute", started)
     if outcome.quarantine:
         # Pilot 12: quarantined the moment the run's stopping conditions are known, before any
         # award is computed.
@@ -311,6 +324,13 @@ def _draw(harness: Harness, seed: bytes, size: int, retired: frozenset[str]) -> 
         raise EvaluatorError(f"the control set of {harness.task_class} skipped "
                              f"{drawn.skipped} cases")
     return drawn
+
+
+def _lap(phases: dict[str, float], name: str, since: float) -> float:
+    """Record ``name`` as the time from ``since`` to now; return now (the next lap's start)."""
+    now = time.monotonic()
+    phases[name] = now - since
+    return now
 
 
 def _whole(fraction: str) -> int:

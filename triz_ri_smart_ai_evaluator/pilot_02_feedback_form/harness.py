@@ -184,7 +184,9 @@ class FeedbackFormHarness:
                      "seconds": round(elapsed, 3)},
             state=_Run(scenarios, plan, decided, got.submissions, scorer, files),
             observation=observation(scenarios, plan, decided, got.submissions,
-                                    got.public_tests))
+                                    got.public_tests),
+            phases={"execute.sandbox": elapsed,
+                    "execute.scoring": time.monotonic() - t0 - elapsed})
 
     def publish(self, bundle: Path, outcome: Outcome, summary: Mapping[str, Any],
                 signal: Signal) -> None:
