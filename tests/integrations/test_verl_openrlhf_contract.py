@@ -171,3 +171,13 @@ def test_openrlhf_route_fails_loudly_on_unscorable(world: Any) -> None:
     for url in _proxy(access, mask=True):
         data = _openrlhf_call(url, ["unscorable: c"]).json()
         assert (data["rewards"], data["extra_logs"]["triz_unscorable"]) == ([0.0], [1])
+
+
+def test_the_proxy_command_refuses_a_folder_without_credentials(tmp_path: Path) -> None:
+    from tests.acceptance._cli import cli
+
+    done = cli(tmp_path, "service", "openrlhf-proxy", "--url", "http://127.0.0.1:9",
+               "--service-dir", tmp_path / "missing")
+    assert done.returncode == 2
+    assert "credentials.json: no policy token for 'policy-1'" in done.stderr
+    assert "Traceback" not in done.stderr
