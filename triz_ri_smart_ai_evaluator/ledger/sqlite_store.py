@@ -170,13 +170,15 @@ class SqliteStore:
                 )
             else:
                 # Issue 11: the database, its WAL and shared memory are the owner's alone.
-                old = os.umask(0o077)
-                try:
-                    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
-                    _enable_wal(conn)
-                    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                finally:
-                    os.umask(old)
+                # The file is made 0600 before SQLite opens it (SQLite gives its WAL and
+                # shared-memory files the database's mode), never through the process umask:
+                # that is shared by every thread, and a sandbox stage being built on another
+                # thread would lose its read bits (issue 16).
+                os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+                os.chmod(path, 0o600)
+                conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+                _enable_wal(conn)
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 _chmod_private(path)
                 conn.execute("PRAGMA synchronous=FULL")
                 conn.execute("PRAGMA recursive_triggers=ON")
@@ -189,6 +191,8 @@ class SqliteStore:
             conn.execute("SELECT count(*) FROM events").fetchone()
         except sqlite3.DatabaseError as e:
             raise IntegrityError(f"{path}: not a readable ledger database ({e})") from e
+        except OSError as e:
+            raise ExternalError(f"{path}: cannot open the ledger file ({e.strerror})") from e
         store = cls(conn, path, policy)
         try:
             store._sequencer.verify_signer(store.checkpoints(), str(path))

@@ -149,7 +149,10 @@ class Stage:
         self.path = Path(tempfile.mkdtemp(prefix="trz-stage-"))
         self.path.chmod(0o755)
         for sub in ("mnt", "mnt/py", "mnt/venv", "mnt/app", "etc", "decoy"):
-            (self.path / sub).mkdir(mode=0o755, exist_ok=True)
+            # mkdir's mode is masked by the process umask, which another thread may have
+            # narrowed at this moment: the mode is set explicitly (the sandbox uid reads them).
+            (self.path / sub).mkdir(exist_ok=True)
+            (self.path / sub).chmod(0o755)
         #: Read-only files shown inside the sandbox at chosen absolute paths: honeypots such as
         #: a decoy "expected answers" file whose canary must never come back out.
         self.decoys: list[tuple[Path, str]] = []
