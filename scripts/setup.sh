@@ -8,7 +8,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-DEBIAN_PACKAGES=(bubblewrap nftables iproute2 util-linux)
+# chromium: the dashboard's browser tests drive Debian's Chromium through Playwright (its
+# own browser download needs the internet).
+DEBIAN_PACKAGES=(bubblewrap nftables iproute2 util-linux chromium)
 
 pick_python() {
     for candidate in "${PYTHON:-}" python3.11 python3.12 python3.13 python3; do

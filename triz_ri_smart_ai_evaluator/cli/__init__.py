@@ -71,6 +71,9 @@ def _register_trust_record() -> None:
     from .audit import audit_app  # noqa: PLC0415
 
     app.add_typer(audit_app, name="audit", no_args_is_help=True)
+    from .report import report_command  # noqa: PLC0415
+
+    app.command("report")(report_command)
     from .service import serve_command, service_app  # noqa: PLC0415
 
     app.add_typer(service_app, name="service", no_args_is_help=True)
