@@ -19,7 +19,8 @@
 #  7. explains three bundled signal inputs and records them as attempts too, each with its
 #     evidence files stored as blobs first (a digest that resolves to nothing never counts);
 #  8. signs a checkpoint, has an independent witness cosign it, verifies the whole ledger
-#     against the witness and recomputes every award with the independent implementation.
+#     against the witness and recomputes every award with the independent implementation;
+#  9. writes the ledger's dashboard, one static HTML page (runs/<time>/report.html).
 # Everything goes to runs/<time>/.  Without root (no namespaces, no bwrap) the pilot runs in the
 # labelled degraded mode: the signal it records is marked as not training-grade.
 set -euo pipefail
@@ -130,6 +131,9 @@ $T ledger checkpoint
 $T witness cosign --dir "$run/witness"
 $T ledger verify --witness "$run/witness" --witness-vkey "$run/witness/witness.vkey"
 $T ledger recompute
+echo
+echo "=== the dashboard: one static page for this ledger ==="
+$T report -o "$run/report.html" --title "run-main $(basename "$run")"
 echo
 echo "run-main: ledger, witness and publication bundles are in $run"
 if [ "$audit_status" != 0 ] && [ "$audit_status" != skipped ]; then

@@ -3,7 +3,7 @@
 The installed ``triz-eval audit run`` runs two small campaigns against pilot 02 on one fresh
 ledger, each a real harness run per candidate in the sandbox:
 
-* campaign A: one bundled input mutation and one bundled attempt on the test loop, one worker.
+* campaign A: one bundled input mutation and one bundled attempt on the test loop, two workers.
   Its budget is below pilot 11's minimum, so it is recorded and never passed; its report is in
   the ledger as evidence, signed with the log key, and names every attempt it made;
 * campaign B: a user-supplied candidate said to lack the required result that is really the
@@ -78,11 +78,12 @@ def campaigns(tmp_path_factory: pytest.TempPathFactory) -> Campaigns:
         "category: input_mutations\nlacks_result: true\n"
         "attack: claims to drop the SMTP send (it is really the honest reference)\n",
         encoding="utf-8")
-    # One worker: two workers are exercised by tests/audit (toy class) and by the main job's
-    # full campaign; inside this suite's sandbox process one proof run saw every adversary of a
-    # two-worker campaign end inconclusive (the campaign failed closed), not seen alone.
+    # Two workers: the sandbox runs on two threads at once.  Before issue 16 this ended every
+    # adversary inconclusive now and then: the ledger narrowed the process umask while a stage
+    # was being built on the other thread (tests/core/test_umask_threads.py).
     a = _cli(root, "audit", "run", "--class", PILOT, "--budget", root / "a.yaml",
-             "--out", root / "audits", "--seed", "a11ce5eed0000000", "--json")
+             "--out", root / "audits", "--seed", "a11ce5eed0000000", "--workers", "2",
+             "--json")
     b = _cli(root, "audit", "run", "--class", PILOT, "--budget", root / "b.yaml",
              "--candidates", root / "candidates", "--out", root / "audits", "--json")
     return Campaigns(root, a, b)
