@@ -205,14 +205,13 @@ pydantic.caught  # ledger/payloads.py: AuditReport field, written by audit/repor
 # -- issue 16: entry points the trainers and frameworks call, and the routes FastAPI calls ------
 public_api.make_trl_reward  # integrations/trl.py: TRL's reward_funcs, tests/integrations
 public_api.__qualname__  # integrations/trl.py: TRL names a reward function by it in its logs
-public_api.make_verl_compute_score  # integrations/verl.py: veRL's custom_reward_function
 public_api.extra_info  # integrations/verl.py: veRL passes it by name (naive reward manager)
 public_api.data_sources  # integrations/verl.py: veRL passes it by name (batch reward manager)
 public_api.extra_infos  # integrations/verl.py: veRL passes it by name (batch reward manager)
-public_api.triz_signal  # integrations/inspect_eval.py: an Inspect scorer, examples/integrations
 public_api.record_samples  # integrations/inspect_eval.py: Inspect hooks, examples/integrations
 callback.on_sample_end  # integrations/inspect_eval.py: Inspect calls it at each sample's end
 callback.get_reward  # integrations/openrlhf.py: FastAPI route of OpenRLHF's remote reward
 callback.rewards_batch  # service/app.py: FastAPI route POST /v1/rewards:batch
 pydantic.replayed  # service/app.py: RewardsAnswer field, serialised into the answer
 typer_command.openrlhf_proxy_command  # cli/service.py: issue 16, docs/integrations.md
+public_api.verifiers_reward  # integrations/verifiers_v1.py: awaited in a task's @vf.reward, tests

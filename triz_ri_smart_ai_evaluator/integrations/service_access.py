@@ -10,6 +10,18 @@ from typing import Any
 from ..service.client import PolicyClient, TrustedClient
 from ..service.config import load_principal_key
 
+
+class Unscorable(RuntimeError):
+    """The evaluator holds no number training may use for this response (the adapters of
+    trainers that have no "unscorable" raise it rather than make one up)."""
+
+
+def unscorable(result: dict[str, Any]) -> Unscorable:
+    """The error for a result whose reward is null, naming its attempt and reason."""
+    detail = f": {result['detail']}" if result.get("detail") else ""
+    return Unscorable(f"attempt {result['attempt_id']}: {result['reason']}{detail}")
+
+
 #: ``to_artefact(input, output_text)`` -> the artefact bytes the task class takes.
 ToArtefact = Callable[[Any, str], bytes]
 

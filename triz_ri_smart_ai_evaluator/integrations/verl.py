@@ -32,13 +32,11 @@ import secrets
 from collections.abc import Callable
 from typing import Any, Literal
 
-from .service_access import ServiceAccess
+from .service_access import ServiceAccess, Unscorable
+
+__all__ = ["OnUnscorable", "Unscorable", "make_verl_compute_score"]
 
 OnUnscorable = Literal["raise", "mask"]
-
-
-class Unscorable(RuntimeError):
-    """The evaluator holds no number training may use for this response."""
 
 
 def _row(result: dict[str, Any], on_unscorable: OnUnscorable) -> dict[str, Any]:
