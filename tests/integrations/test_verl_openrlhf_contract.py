@@ -19,8 +19,6 @@ each response starts with.
 from __future__ import annotations
 
 import math
-import threading
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,15 +27,15 @@ from typing import Any
 import httpx
 import pytest
 import torch
-import uvicorn
 
 from tests.integrations.test_trl_adapter import OutsideHarness
-from tests.service.conftest import Service, free_port, start_service
+from tests.service.conftest import Service, start_service
 from tests.service.test_owner_loop_control import serve_training_rules
 from triz_ri_smart_ai_evaluator.access import Role
 from triz_ri_smart_ai_evaluator.integrations.openrlhf import ROUTE, create_proxy
 from triz_ri_smart_ai_evaluator.integrations.service_access import ServiceAccess
 from triz_ri_smart_ai_evaluator.integrations.verl import Unscorable, make_verl_compute_score
+from triz_ri_smart_ai_evaluator.service.inprocess import serve_app
 
 
 @pytest.fixture
@@ -116,25 +114,9 @@ def test_verl_batch_manager(world: Any) -> None:
 
 # -- OpenRLHF -----------------------------------------------------------------------------------
 
-class _Server(uvicorn.Server):
-    def install_signal_handlers(self) -> None:
-        pass
-
-
 def _proxy(access: ServiceAccess, *, mask: bool = False) -> Iterator[str]:
-    port = free_port()
-    server = _Server(uvicorn.Config(create_proxy(access, mask=mask), host="127.0.0.1",
-                                    port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}{ROUTE}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
+    with serve_app(create_proxy(access, mask=mask), name="OpenRLHF proxy") as base:
+        yield f"{base}{ROUTE}"
 
 
 def _openrlhf_call(url: str, queries: list[str]) -> httpx.Response:

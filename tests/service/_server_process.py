@@ -16,7 +16,9 @@ from typing import Any
 
 import httpx
 
-from .conftest import free_port, prepare_service_dir
+from triz_ri_smart_ai_evaluator.service.inprocess import free_port
+
+from .conftest import prepare_service_dir
 
 TRIZ_EVAL = Path(sys.executable).parent / "triz-eval"
 

@@ -4,9 +4,6 @@ loopback port in a background thread, real SQLite ledger, and clients for every 
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from triz_ri_smart_ai_evaluator.access import Role
 from triz_ri_smart_ai_evaluator.provenance.confirmation import ComponentKey
@@ -26,13 +22,8 @@ from triz_ri_smart_ai_evaluator.service.config import (
     load_config,
     load_principal_key,
 )
+from triz_ri_smart_ai_evaluator.service.inprocess import serve_app
 from triz_ri_smart_ai_evaluator.service.runtime import Runtime
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -63,11 +54,6 @@ class Service:
         return self.runtime.call_sync(read)
 
 
-class _Server(uvicorn.Server):
-    def install_signal_handlers(self) -> None:  # a thread cannot install them
-        pass
-
-
 def prepare_service_dir(folder: Path, *, workers: int = 0, policies: int = 2,
                         edit: dict[str, Any] | None = None,
                         trainer_runs: list[str] | None = None) -> Path:
@@ -96,26 +82,14 @@ def start_service(folder: Path, *, workers: int = 0, policies: int = 2,
                                       trainer_runs=trainer_runs)
     config, base = load_config(config_path)
     runtime = Runtime.start(config, base)
-    port = free_port()
-    server = _Server(uvicorn.Config(create_app(runtime), host="127.0.0.1", port=port,
-                                    log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the service did not start")
-        time.sleep(0.02)
     tokens = json.loads((folder / "credentials.json").read_text("utf-8"))["policy_tokens"]
     keys = {pid: load_principal_key(folder / "principals" / f"{pid}.key")
             for pid, _ in DEFAULT_TRUSTED}
     try:
-        yield Service(folder, runtime, f"http://127.0.0.1:{port}", tokens, keys)
+        with serve_app(create_app(runtime)) as url:
+            yield Service(folder, runtime, url, tokens, keys)
     finally:
-        server.should_exit = True
-        thread.join(timeout=20)
         runtime.close()
-
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[Service]:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
 from .._safe_read import parse_json
 from ..access.matrix import Role
@@ -34,6 +31,7 @@ from ..evaluation import drill
 from .app import create_app
 from .client import PolicyClient, ServiceError, TrustedClient
 from .config import ServiceConfig, load_config, load_principal_key
+from .inprocess import serve_app
 from .runtime import Runtime
 
 NOTE = ("diagnosis during the drill: the probe submission reports what it sees so the owner "
@@ -71,32 +69,14 @@ class DrillOutcome:
                 "notes": self.result.notes}
 
 
-class _Server(uvicorn.Server):
-    def install_signal_handlers(self) -> None:  # served from a thread
-        pass
-
-
 @contextlib.contextmanager
 def serving(config: ServiceConfig, base: Path) -> Iterator[str]:
     """Serve ``config`` on a free loopback port for the block; yield its base URL."""
     runtime = Runtime.start(config, base)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = _Server(uvicorn.Config(create_app(runtime), host="127.0.0.1", port=port,
-                                    log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, name="drill-service", daemon=True)
-    thread.start()
     try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            if time.monotonic() > deadline or not thread.is_alive():
-                raise InputError("the drill could not serve the configuration on loopback")
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
+        with serve_app(create_app(runtime), name="drill service") as url:
+            yield url
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
         runtime.close()
 
 
