@@ -189,7 +189,6 @@ public_api.CRITICAL_IDS  # pilot_02 scoring.py: the class's critical items, test
 public_api.GATE_IDS  # pilot_02 scoring.py: the class's gates, tests/pilot
 public_api.to_prov_document  # provenance/prov_export.py: W3C PROV export, docs/trust-record.md
 public_api.record_policy_output  # provenance/register.py: spec 8.14, tests/ledger
-public_api.call_sync  # service/runtime.py: tests/service
 public_api.to_original  # verifier/normalise.py: tests/verifier
 typer_command.catalogue_risks  # cli/catalogue.py: spec 11.24, tests/rules/test_residual_risk.py
 typer_command.exploit_respond  # cli/exploit.py: spec 9.11, tests/ledger/test_exploit.py

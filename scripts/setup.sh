@@ -2,7 +2,7 @@
 # Shared set-up for the two quick-start commands.  Idempotent; safe to run on a fresh machine.
 # - creates .venv with a Python >= 3.11 and installs the project with its dev extras and the
 #   trainers and eval frameworks its integrations are tested against (trl, inspect,
-#   verifiers), again
+#   verifiers) and Ray for the scale-out backend (ray), again
 #   only when pyproject.toml changed;
 # - when run as root on Debian, installs the Debian packages the project needs (none yet for
 #   the catalogue and calculator; the sandbox adds bubblewrap and nftables).
@@ -50,8 +50,8 @@ if [ ! -f "$stamp" ] || [ ! -x .venv/bin/triz-eval ]; then
     [ -x .venv/bin/python ] || "$python" -m venv .venv
     echo "setup: installing the project into .venv (first run takes a minute)" >&2
     .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev,trl,inspect,verifiers]" >/dev/null 2>&1 ||
-        .venv/bin/python -m pip install --disable-pip-version-check -e ".[dev,trl,inspect,verifiers]"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev,trl,inspect,verifiers,ray]" >/dev/null 2>&1 ||
+        .venv/bin/python -m pip install --disable-pip-version-check -e ".[dev,trl,inspect,verifiers,ray]"
     rm -f .venv/.installed-*
     touch "$stamp"
 fi

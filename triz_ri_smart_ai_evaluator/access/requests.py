@@ -36,6 +36,7 @@ __all__ = [
     "EvaluateAppend",
     "EvidenceAppend",
     "EvidenceRead",
+    "HarnessReportAppend",
     "LedgerRead",
     "LoopModeAppend",
     "MeasurementsAppend",
@@ -124,6 +125,22 @@ class EvidenceAppend(AttemptRef):
 
     what: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     content_b64: str
+
+
+class HarnessReport(Request):
+    """What a harness worker signs about its run: the SHA-256 and size of the report it hands
+    the service, and how many pieces of evidence the report carries (issue 16 item 4)."""
+
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    size: int = Field(ge=1, strict=True)
+    evidence: int = Field(ge=0, strict=True)
+
+
+class HarnessReportAppend(AttemptRef):
+    """``evidence``/``append`` carrying ``report``: a harness worker's signed account of the
+    run it did for an open attempt (the service records the run from it)."""
+
+    report: HarnessReport
 
 
 class SignedConfirmation(Request):
@@ -268,6 +285,8 @@ def request_model(resource: Resource, action: Action, payload: Mapping[str, Any]
     confirmation, any other an evidence piece.  Raises InputError for a cell no port serves."""
     if (resource, action) == (Resource.EVIDENCE, Action.APPEND) and "confirmation" in payload:
         return ConfirmationAppend
+    if (resource, action) == (Resource.EVIDENCE, Action.APPEND) and "report" in payload:
+        return HarnessReportAppend
     if (resource, action) == (Resource.LOOP_MODE, Action.APPEND) and "report" in payload:
         return DrillReportAppend
     model = REQUESTS.get((resource, action))

@@ -80,6 +80,7 @@ from .requests import (
     EvaluateAppend,
     EvidenceAppend,
     EvidenceRead,
+    HarnessReportAppend,
     LedgerRead,
     LoopModeAppend,
     MeasurementsAppend,
@@ -414,10 +415,12 @@ class TrustedPort:
         seqs = record_measurements(self._store, attempt, inputs, at=self._clock())
         return {"attempt_id": attempt, "seqs": seqs}
 
-    def _append_evidence(self, req: EvidenceAppend | ConfirmationAppend, _: Scope,
-                         signed: _Signed | None) -> dict[str, Any]:
+    def _append_evidence(self, req: EvidenceAppend | ConfirmationAppend | HarnessReportAppend,
+                         _: Scope, signed: _Signed | None) -> dict[str, Any]:
         if isinstance(req, ConfirmationAppend):
             return self._submit_confirmation(req, signed)
+        if isinstance(req, HarnessReportAppend):
+            return self._accept_report(req, signed)
         self._events(req.attempt_id)
         attempt, what = req.attempt_id, req.what
         if what in _RESERVED_WHAT:
@@ -434,6 +437,20 @@ class TrustedPort:
                         attempt),
         ])
         return {"attempt_id": attempt, "digest": digest}
+
+    def _accept_report(self, req: HarnessReportAppend, signed: _Signed | None
+                       ) -> dict[str, Any]:
+        """Issue 16 item 4: a harness worker's signed report of a run for an open attempt.  The
+        signed request (with the report's SHA-256) is recorded on the attempt before the
+        service records anything the report says; only the harness role reports a run (spec
+        9.3 bullet 1: the record is created by a trusted component)."""
+        if self.principal.role is not Role.HARNESS:
+            raise InputError(f"a run report comes from a harness, not from a "
+                             f"{self.principal.role.value}")
+        self._events(req.attempt_id, open_only=True)
+        self._store.append([self._signed_event(signed, Resource.EVIDENCE, Action.APPEND,
+                                               req.attempt_id)])
+        return {"attempt_id": req.attempt_id, "report_sha256": req.report.sha256}
 
     def _submit_confirmation(self, req: ConfirmationAppend, signed: _Signed | None
                              ) -> dict[str, Any]:

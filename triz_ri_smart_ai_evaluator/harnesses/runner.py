@@ -19,6 +19,11 @@
 
 A run for an attempt the policy port opened (``options.attempt_id``) is judged under the rules
 the attempt started with (spec 10.5), and every failure ends it as ``attempt.errored``.
+
+Steps 1, 2 (materialising) and 4 (running) are the class's own work, and the only ones that
+need the sandbox: they go through an :class:`Executor`.  :class:`LocalExecutor` does them here;
+the service's Ray workers do them on a node that can run the sandbox and hand back what they
+found, while every ledger write above stays with the runner (issue 16 item 4).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -55,10 +60,10 @@ from ..ledger.payloads import (
 from ..ledger.store import LedgerStore
 from ..rules.loader import load_catalogue
 from ..rules.versions import PinnedRules, pin, rules_version
-from ..sandbox import IsolationError, probe_isolation
+from ..sandbox import IsolationError, IsolationSupport, probe_isolation
 from ..signal.calculator import SignalCalculator
 from ..signal.result import Signal
-from .protocol import Controls, Harness, Outcome, Prepared, RunOptions, RunResult
+from .protocol import Controls, Harness, Outcome, Prepared, RunContext, RunOptions, RunResult
 from .registry import harness_for
 
 ACTOR = "harness"
@@ -113,6 +118,39 @@ class _Context:
         self.options.progress(stage, done, total)
 
 
+class Executor(Protocol):
+    """Where a class's own work runs: the isolation probe, materialising the candidate and
+    running it.  It writes nothing to the ledger; evidence goes through the context."""
+
+    def probe(self) -> IsolationSupport:
+        """Whether the sandbox can run where the candidate will run."""
+        ...
+
+    def prepare(self, candidate: Path, work: Path) -> Prepared:
+        """:meth:`~.protocol.Harness.prepare` where the candidate will run."""
+        ...
+
+    def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:
+        """:meth:`~.protocol.Harness.execute` where the candidate runs."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LocalExecutor:
+    """The class's work in this process."""
+
+    harness: Harness
+
+    def probe(self) -> IsolationSupport:
+        return probe_isolation()
+
+    def prepare(self, candidate: Path, work: Path) -> Prepared:
+        return self.harness.prepare(candidate, work)
+
+    def execute(self, ctx: RunContext, prepared: Prepared, controls: Controls) -> Outcome:
+        return self.harness.execute(ctx, prepared, controls)
+
+
 @dataclass(frozen=True, slots=True)
 class _Opened:
     """An attempt opened before the run: its id, rules and recorded artefact SHA-256."""
@@ -136,14 +174,15 @@ def seed_scheme(tag: bytes) -> str:
 
 
 def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path,
-        options: RunOptions | None = None) -> RunResult:
+        options: RunOptions | None = None, executor: Executor | None = None) -> RunResult:
     """Evaluate one candidate with ``harness``.  Without ``options.attempt_id`` the runner
     opens the attempt once the candidate is prepared; an unpreparable candidate or missing
     isolation raises (InputError, IsolationError) with nothing written.  With it, the attempt
     the policy port opened (spec 10.4) must be open and of this class (else InputError, nothing
     written), is judged under the rules it started with (10.5), and every failure ends it as
-    errored."""
+    errored.  ``executor`` does the class's own work (default: here, :class:`LocalExecutor`)."""
     options = options or RunOptions()
+    executor = executor or LocalExecutor(harness)
     if options.size is None:
         options = dataclasses.replace(options, size=harness.min_size)
     assert options.size is not None
@@ -160,7 +199,7 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
         if opened is None:
             raise
         return _errored(store, opened.attempt_id, bundle_root, e.diagnostics(), "shut_down")
-    support = probe_isolation() if harness.sandboxed and not options.unsafe_degraded else None
+    support = executor.probe() if harness.sandboxed and not options.unsafe_degraded else None
     if support is not None and not support.available:
         # Refuse before anything runs: without isolation there is no training-grade signal.
         refusal = f"sandbox isolation not available: {support.reason}"
@@ -178,7 +217,7 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
         options.progress("preparing the candidate", 0, 1)
         try:
             prepare_started = time.monotonic()
-            prepared = harness.prepare(candidate, work)
+            prepared = executor.prepare(candidate, work)
             prepare_seconds = time.monotonic() - prepare_started
             if opened is not None and prepared.artefact_sha256 != opened.artefact_sha256:
                 raise InputError(f"the candidate is not the artefact attempt "
@@ -194,21 +233,22 @@ def run(harness: Harness, candidate: Path, store: LedgerStore, bundle_root: Path
                            **prepared.evidence)
             return _evaluate(store, harness, pinned, attempt_id, prepared,
                              bundle_root / attempt_id, options, work,
-                             {"prepare": prepare_seconds})
+                             {"prepare": prepare_seconds}, executor)
         except EvaluatorError as e:
             return _errored(store, attempt_id, bundle_root, e.diagnostics(), "run",
                             prepared.digest)
 
 
 def run_class(task_class: str, candidate: Path, store: LedgerStore, bundle_root: Path,
-              options: RunOptions | None = None) -> RunResult:
+              options: RunOptions | None = None, executor: Executor | None = None
+              ) -> RunResult:
     """:func:`run` with the harness the registry holds for ``task_class``."""
-    return run(harness_for(task_class), candidate, store, bundle_root, options)
+    return run(harness_for(task_class), candidate, store, bundle_root, options, executor)
 
 
 def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt_id: str,
               prepared: Prepared, bundle: Path, options: RunOptions, work: Path,
-              phases: dict[str, float]) -> RunResult:
+              phases: dict[str, float], executor: Executor) -> RunResult:
     started = lap = time.monotonic()
     seed = options.seed or secrets.token_bytes(32)
     commitment = seed_commitment(harness, seed)
@@ -224,7 +264,8 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
                    loop.passing_audit(store, harness.task_class, pinned.version,
                                       harness.version))
     try:
-        outcome, signal = _judge(store, harness, pinned, ctx, prepared, drawn, phases)
+        outcome, signal = _judge(store, harness, pinned, ctx, prepared, drawn, phases,
+                                 executor)
         lap = _lap(phases, "award", phases.pop("_award_started"))
     except EvaluatorError as e:
         # The candidate may have met the cases before the run broke: they are exposed all the
@@ -276,14 +317,14 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
 
 
 def _judge(store: LedgerStore, harness: Harness, pinned: PinnedRules, ctx: _Context,
-           prepared: Prepared, drawn: Controls,
-           phases: dict[str, float]) -> tuple[Outcome, Signal]:
+           prepared: Prepared, drawn: Controls, phases: dict[str, float],
+           executor: Executor) -> tuple[Outcome, Signal]:
     """Run and judge the candidate, and record the award: stopping conditions first, then the
     critical layer's decision, then the signal.  A malformed observation is refused before
     the award.  Raises EvaluatorError when the run cannot be completed."""
     attempt_id = ctx.attempt_id
     started = time.monotonic()
-    outcome = harness.execute(ctx, prepared, drawn)
+    outcome = executor.execute(ctx, prepared, drawn)
     phases["_award_started"] = _lap(phases, "execute", started)
     if outcome.quarantine:
         # Pilot 12: quarantined the moment the run's stopping conditions are known, before any

@@ -28,7 +28,12 @@ from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+)
 
 from ..canonical import canonical_json
 from ..errors import InputError
@@ -160,6 +165,11 @@ class ComponentKey:
     @property
     def public_bytes(self) -> bytes:
         return self._private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+    def private_seed(self) -> bytes:
+        """The 32-byte seed :meth:`from_private_bytes` reads: only for handing the key to a
+        worker process that signs as this component (issue 16 item 4)."""
+        return self._private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
 
     @property
     def authentication(self) -> Authentication:

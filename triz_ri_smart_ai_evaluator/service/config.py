@@ -84,9 +84,19 @@ class TrustedPrincipal(_Strict):
 
 
 class HarnessConfig(_Strict):
-    workers: int = Field(default=1, ge=0, le=8)  # 0: pilot 02 submissions wait, nothing runs
+    workers: int = Field(default=1, ge=0, le=64)  # 0: pilot 02 submissions wait, nothing runs
     out: str = ".triz-eval/service-runs"
     unsafe_degraded: bool = False
+    #: where the class's work runs (issue 16 item 4, service/dispatch.py): ``local`` on this
+    #: machine's threads; ``ray`` on Ray actors placed on nodes advertising ``triz_harness``
+    backend: Literal["local", "ray"] = "local"
+    #: the Ray cluster to join (backend ray): ``auto`` (a node started on this machine), or
+    #: ``host:port`` of its head
+    ray_address: str = Field(default="auto", min_length=1, max_length=300)
+    #: the trusted principal (role harness) whose key the Ray workers sign their reports with,
+    #: and that key's file relative to the configuration's folder
+    principal: str = Field(default="harness-1", pattern=_ID)
+    principal_key: str = "principals/harness-1.key"
 
 
 class RateConfig(_Strict):
@@ -151,6 +161,10 @@ class ServiceConfig(_Strict):
             if unknown:
                 raise ValueError(f"trusted principal {t.id}: runs name no policy client: "
                                  f"{unknown}")
+        if self.harness.backend == "ray" and self.harness.workers and not any(
+                t.id == self.harness.principal and t.role is Role.HARNESS for t in self.trusted):
+            raise ValueError(f"harness.principal {self.harness.principal!r} is not a trusted "
+                             "principal of role harness (the Ray workers sign as it)")
         tokens = [c.token_sha256 for c in self.policy_clients]
         if len(set(tokens)) != len(tokens):
             raise ValueError("two policy clients share a token")

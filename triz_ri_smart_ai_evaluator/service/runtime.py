@@ -1,11 +1,14 @@
 """What the running service holds: the ledger, the guard, the register, the ports' backing,
-and the pilot harness's worker pool.
+and the dispatcher of the harness runs.
 
 Every use of the ledger happens on one dedicated thread (:meth:`Runtime.call`): a SQLite
 connection belongs to the thread that opened it, appends are serialised anyway (the chain has
 one head), and the request handlers stay free while it works.  Pilot 02 submissions are handed
-to a separate pool of harness workers, each with its own ledger connection: the harness never
-runs in a request handler, and the attempt's status moves through the ledger's states.
+to the dispatcher (:mod:`.dispatch`): a pool of service threads, each with its own ledger
+connection, runs the runner; the class's own work happens on those threads or on Ray workers,
+which report back signed through the trusted port.  The harness never runs in a request
+handler, only the service writes the ledger, and the attempt's status moves through the
+ledger's states.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +33,7 @@ from ..access import (
     MemoryControlSets,
     PolicyPort,
     Principal,
+    Role,
     ScheduleBook,
     TrustedPort,
     load_matrix,
@@ -48,8 +52,10 @@ from ..ledger.store import CheckpointPolicy, LedgerStore
 from ..provenance.register import ProvenanceRegister
 from ..rules.loader import load_catalogue
 from .auth import Authenticator, sync_trusted_sources
-from .config import ServiceConfig
+from .config import ServiceConfig, load_principal_key
+from .dispatch import Dispatcher, LocalDispatcher, RayConfig, RayDispatcher
 from .ledger_worker import LedgerWorker
+from .workers import RemoteExecutor, WorkerHandle, WorkerOptions
 
 #: Issue 11: events after the last checkpoint are the unprotected tail; sign one at least this
 #: often while events arrive, and on a timer when they stop arriving.
@@ -124,9 +130,7 @@ class Runtime:
         self.config = config
         self.base = base
         self._ledger = LedgerWorker()
-        self._harness = (ThreadPoolExecutor(max_workers=config.harness.workers,
-                                            thread_name_prefix="harness")
-                         if config.harness.workers else None)
+        self._harness: Dispatcher | None = None
         self._pending: set[Future[Any]] = set()
         self._stopping = threading.Event()
         self._timer = threading.Thread(target=self._checkpoint_loop, name="checkpoint-timer",
@@ -145,15 +149,31 @@ class Runtime:
     def start(cls, config: ServiceConfig, base: Path) -> Runtime:
         runtime = cls(config, base)
         try:
+            runtime._harness = runtime._dispatcher()
             runtime._ledger.submit(runtime._open, grouped=False).result()
             requeue = runtime._ledger.submit(runtime._reconcile, grouped=False).result()
         except BaseException:
+            if runtime._harness is not None:
+                runtime._harness.close()
             runtime._ledger.shutdown()
             raise
         for task_class, attempt_id, artefact in requeue:
             runtime.dispatch(task_class, attempt_id, artefact)
         runtime._timer.start()
         return runtime
+
+    def _dispatcher(self) -> Dispatcher | None:
+        """The configured dispatcher; None without workers.  Raises InputError (the key) or
+        ExternalError (Ray)."""
+        harness = self.config.harness
+        if not harness.workers:
+            return None
+        if harness.backend == "local":
+            return LocalDispatcher(harness.workers)
+        key = load_principal_key(self.base / harness.principal_key)
+        return RayDispatcher(RayConfig(
+            harness.ray_address, harness.workers, harness.principal, key.private_seed(),
+            WorkerOptions(unsafe_degraded=harness.unsafe_degraded)))
 
     def _checkpoint_behind(self) -> None:
         """On the ledger thread: sign a checkpoint if events arrived since the last one."""
@@ -259,7 +279,8 @@ class Runtime:
         outside the service)."""
         if self._harness is None or task_class not in task_classes():
             return False
-        future = self._harness.submit(self._run_harness, task_class, attempt_id, artefact)
+        future = self._harness.submit(
+            lambda worker: self.run_harness(task_class, attempt_id, artefact, worker))
         with self._pending_lock:
             self._pending.add(future)
         future.add_done_callback(self._forget)
@@ -273,7 +294,17 @@ class Runtime:
         with self._pending_lock:
             return len(self._pending)
 
-    def _run_harness(self, task_class: str, attempt_id: str, artefact: bytes) -> None:
+    def verify_report(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A harness worker's signed report request, through the trusted port as the harness
+        principal (on the ledger thread).  Raises AccessDenied or InputError when refused."""
+        principal = Principal(self.config.harness.principal, Role.HARNESS)
+        return self.call_sync(
+            lambda: self.trusted_port(principal).request("evidence", "append", request))
+
+    def run_harness(self, task_class: str, attempt_id: str, artefact: bytes,
+                    worker: WorkerHandle | None) -> None:
+        """Run the harness for an attempt the policy port opened: the class's work here
+        (``worker`` None) or on ``worker``, whose report the trusted port checks first."""
         out = self.base / self.config.harness.out
         work = out / ".candidates"
         work.mkdir(parents=True, exist_ok=True)
@@ -284,10 +315,12 @@ class Runtime:
         except EvaluatorError as e:
             log.error("harness for %s: cannot open the ledger: %s", attempt_id, e.diagnostics())
             return
+        executor = (None if worker is None
+                    else RemoteExecutor(worker, task_class, attempt_id, self.verify_report))
         try:
             runner.run_class(task_class, candidate, store, out, RunOptions(
                 attempt_id=attempt_id, unsafe_degraded=self.config.harness.unsafe_degraded,
-                signer=load_log_signer(self.base / self.config.keys)))
+                signer=load_log_signer(self.base / self.config.keys)), executor)
         except EvaluatorError as e:
             log.error("harness for %s: %s", attempt_id, e.diagnostics())
             self._end_unresolved(store, attempt_id, e.diagnostics())
@@ -295,6 +328,8 @@ class Runtime:
             log.exception("harness for %s crashed", attempt_id)
             self._end_unresolved(store, attempt_id, f"the harness crashed: {type(e).__name__}")
         finally:
+            if executor is not None:
+                executor.close()
             store.close()
             with contextlib.suppress(OSError):
                 candidate.unlink()
@@ -314,7 +349,7 @@ class Runtime:
         if self._timer.is_alive():
             self._timer.join(timeout=30)
         if self._harness is not None:
-            self._harness.shutdown(wait=True, cancel_futures=False)
+            self._harness.close()
         with contextlib.suppress(Exception):
             self._ledger.submit(self.store.close, grouped=False).result()
         self._ledger.shutdown()
