@@ -167,6 +167,22 @@ def test_a_worker_lost_mid_run_ends_it_errored_once_and_the_next_run_completes(
     _verify_ledger(tmp_path / "svc")
 
 
+def test_a_candidate_the_class_refuses_ends_errored_with_the_class_reason_on_ray(
+        tmp_path: Path, ray_address: str) -> None:
+    gen = start_service(tmp_path / "svc", edit=_on_ray(ray_address, 1))
+    service = next(gen)
+    try:
+        with service.policy() as policy:
+            attempt = policy.submit(PILOT, b"this is not a diff")
+        assert _wait(service, [attempt], timeout=120)[attempt]["status"] == "errored"
+        ended = [e for e in _events(service, attempt) if e["kind"] == "attempt.errored"]
+        assert len(ended) == 1
+        assert ended[0]["data"]["stage"] == "prepare"
+        assert "Ray" not in ended[0]["data"]["reason"]  # the class's own words, not Ray's
+    finally:
+        gen.close()
+
+
 def test_a_cluster_without_the_harness_resource_is_refused(
         tmp_path: Path, ray_address: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dispatch, "RESOURCE", "triz_harness_on_no_node")
