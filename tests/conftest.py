@@ -46,6 +46,7 @@ _ROOT = (
     "pilot/test_blind_spots.py",
     "service/test_hostile.py::test_queued_runs_lost_in_a_kill_9_each_end_completed_or_errored",
     "service/test_service.py::test_pilot_submission_runs_in_the_worker_pool",
+    "service/test_ray_dispatch.py",
 )
 _SLOW = (
     "pilot/",
@@ -63,6 +64,7 @@ _SLOW = (
     "ledger/test_concurrent_writers.py",
     "ledger/test_one_decision_path.py",
     "service/test_service.py",
+    "service/test_ray_dispatch.py",
     "service/test_hostile_limits.py",
     "provenance/test_echo_trusted_negative.py",
     "signal/test_fail_closed.py",

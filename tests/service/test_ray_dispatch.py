@@ -45,8 +45,6 @@ from triz_ri_smart_ai_evaluator.service.workers import (
 
 from .conftest import Service, prepare_service_dir, start_service
 
-pytest.importorskip("ray", reason="the ray extra (installed by scripts/setup.sh)")
-pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 PILOT = "pilot_02_feedback_form"
 
 
