@@ -23,10 +23,13 @@ It prints, per ledger:
 The PostgreSQL part uses the local server (127.0.0.1:5432, trust authentication, database
 ``test``): a throw-away schema and roles created with ``PostgresStore.init_schema`` and dropped
 afterwards.  ``--profile`` runs the service under cProfile on its ledger thread and counts the
-store's durable operations per submission (see ``serve-profiled`` below).
+store's durable operations per submission (see ``serve-profiled`` below).  ``--round-trips``
+puts a counting proxy (tests/ledger/_pgwire.py) between the service and PostgreSQL and reports
+the round trips per submission of the policy-clients-alone phase (the proxy costs throughput:
+read the rates from a run without it).
 
     .venv/bin/python benchmarks/service_load.py [--clients 32] [--requests 3000]
-        [--seconds 20] [--trusted-every 4] [--no-pg] [--profile] [--json]
+        [--seconds 20] [--trusted-every 4] [--no-pg] [--profile] [--round-trips] [--json]
 
 ``drive`` is the load generator alone against a running service (used by
 tests/service/test_load.py):
@@ -521,6 +524,18 @@ def service_folder(root: Path, clients: int, postgres: dict[str, str] | None) ->
 
 def run_backend(root: Path, args: argparse.Namespace, postgres: dict[str, str] | None
                 ) -> dict[str, Any]:
+    with contextlib.ExitStack() as stack:
+        proxy = None
+        if postgres is not None and args.round_trips:
+            from tests.ledger._pgwire import counting  # noqa: PLC0415
+
+            proxy, dsn = stack.enter_context(counting(postgres["dsn"]))
+            postgres = postgres | {"dsn": dsn}
+        return _run_backend(root, args, postgres, proxy)
+
+
+def _run_backend(root: Path, args: argparse.Namespace, postgres: dict[str, str] | None,
+                 proxy: Any) -> dict[str, Any]:
     folder = service_folder(root, args.clients, postgres)
     profile = folder / "ledger-thread.prof" if args.profile else None
     out: dict[str, Any] = {"ledger": "postgres" if postgres else "sqlite"}
@@ -539,9 +554,14 @@ def run_backend(root: Path, args: argparse.Namespace, postgres: dict[str, str] |
         ids += warm["attempt_ids"]
         baseline = drive(plan(baseline=True))
         out["baseline_health"] = baseline["submissions"]
+        mark = proxy.counts.snapshot() if proxy is not None else None
         alone = drive(plan())
         ids += alone["attempt_ids"]
         out["submissions_alone"] = alone["submissions"]
+        if proxy is not None:
+            _, trips = proxy.counts.since(mark)
+            out["round_trips_per_submission"] = round(
+                trips / max(alone["submissions"]["ok"], 1), 2)
         if args.trusted_every:
             mixed = drive(plan(trusted_every=args.trusted_every))
             ids += mixed["attempt_ids"]
@@ -587,6 +607,9 @@ def print_report(result: dict[str, Any]) -> None:
             print(_line("trusted requests (concurrently)", backend["trusted"]))
         ratio = backend["submissions_alone"]["ok_per_s"] / max(base["ok_per_s"], 1e-9)
         print(f"  submissions / health baseline      {ratio:.2f}")
+        if "round_trips_per_submission" in backend:
+            print(f"  PostgreSQL round trips per submission (clients alone, counted on the wire)"
+                  f" {backend['round_trips_per_submission']:.2f}")
         c = backend["ledger_check"]
         print(f"  ledger: {c['events']} events, {c['attempts_returned']} attempt ids returned, "
               f"{c['attempts_initiated']} initiated, lost {len(c['lost'])}, duplicated "
@@ -645,6 +668,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-pg", action="store_true", help="skip PostgreSQL")
     p.add_argument("--profile", action="store_true",
                    help="cProfile the service's ledger thread and count store calls")
+    p.add_argument("--round-trips", action="store_true",
+                   help="count PostgreSQL round trips per submission through a proxy "
+                        "(slows the PostgreSQL run)")
     p.add_argument("--keep", action="store_true", help="keep the service folders")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     args = p.parse_args(argv)

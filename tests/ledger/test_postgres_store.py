@@ -248,7 +248,8 @@ def test_roles_functions_and_grants_are_as_designed(pg_ledger: PgLedger) -> None
         " FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = %s",
         (pg_ledger.writer, pg_ledger.reader, pg_ledger.schema)).fetchall()
     # issue 11: the writer records a nonce (replay protection) and reads its first answer
-    writes = {"ledger_head", "ledger_append", "ledger_put_evidence", "ledger_use_nonce",
+    writes = {"ledger_head", "ledger_append", "ledger_append_evidence", "ledger_put_evidence",
+              "ledger_use_nonce",
               "ledger_nonce_answer", "ledger_sign_head", "ledger_raise_alarm",
               "ledger_take_alarms"}
     reads = {"ledger_size", "ledger_scan", "ledger_scan_indexed", "ledger_attempt_events",

@@ -5,11 +5,12 @@ claims and diagnostic notes, and read the sanitised status of its own attempts. 
 does goes through :meth:`AccessGuard.verify_allowed` first.  Inputs and outputs are JSON values
 (bytes travel as base64 through :meth:`PolicyPort.request`), so an HTTP layer maps them 1:1.
 
-Submitting writes ``attempt.initiated`` with the artefact's SHA-256 *before* anything else
-(spec 10.4: the policy cannot choose which attempts are logged), then, in one batch, the artefact
-as ``evidence.stored`` (``what: artefact``, ``submitted_by``: the owner for scope ``own``) and
-each claim and diagnostic note as a ``policy.output`` event (text in the evidence store, the event
-holding its digest and fingerprint, in the provenance register's schema): claims are recorded as
+Submitting writes ``attempt.initiated`` with the artefact's SHA-256 first (spec 10.4: the
+policy cannot choose which attempts are logged) and, in the same atomic write with the blobs
+(``append_with_evidence``), the artefact as ``evidence.stored`` (``what: artefact``,
+``submitted_by``: the owner for scope ``own``) and each claim and diagnostic note as a
+``policy.output`` event (text in the evidence store, the event holding its digest and
+fingerprint, in the provenance register's schema): claims are recorded as
 claims and never become evidence (spec 8.8, 6.8), and the register can recognise a later
 "confirmation" that only echoes them (8.14).  The attempt id is drawn here, so the policy cannot
 pick one that steers the check schedule (8.12).
@@ -28,9 +29,9 @@ from typing import Any
 from .._clock import now_utc
 from .._ids import is_plain_id
 from ..canonical import sha256_hex
-from ..errors import InputError, IntegrityError
+from ..errors import InputError
 from ..evaluation import instances
-from ..evaluation.attempts import initiate
+from ..evaluation.attempts import initiation_events
 from ..ledger.events import EventKind, NewEvent
 from ..ledger.payloads import EvidenceStored, PolicyOutput
 from ..provenance.fingerprint import fingerprint
@@ -156,26 +157,29 @@ class PolicyPort:
         pinned = pin_new_attempt(self._store, self._catalogue, tc.id, now)
         attempt_id = f"att-{secrets.token_hex(16)}"
         digest = sha256_hex(artefact)
-        # spec 10.4: the attempt exists in the log before anything of it is stored or run.
-        initiate(self._store, pinned, attempt_id=attempt_id, task_version=pinned.version,
-                 started_at=now, deadline=now + self._timeout, artefact_sha256=digest,
-                 instance=instance)
-        if self._store.put_evidence(artefact) != digest:
-            raise IntegrityError("the evidence store returned a different artefact digest")
+        # spec 10.4: attempt.initiated comes first, and the attempt is logged with what it
+        # submitted in ONE write (the blobs and the events together, or neither): no attempt
+        # is left in the log without its artefact, and nothing of it is stored unlogged.
+        events = initiation_events(
+            self._store, pinned, attempt_id=attempt_id, task_version=pinned.version,
+            started_at=now, deadline=now + self._timeout, artefact_sha256=digest,
+            instance=instance)
         actor = self.principal.id
-        events = [NewEvent.make(EventKind.EVIDENCE_STORED, EvidenceStored(
+        blobs = [artefact]
+        events.append(NewEvent.make(EventKind.EVIDENCE_STORED, EvidenceStored(
             what=ARTEFACT, digest=digest, size=len(artefact), submitted_by=actor,
             origin="evaluated_model_output",
-        ), actor=actor, at=now, attempt=attempt_id)]
+        ), actor=actor, at=now, attempt=attempt_id))
         for what, texts in (("claim", claim_list), ("diagnostic", note_list)):
             for n, text in enumerate(texts):
-                out = self._store.put_evidence(text.encode("utf-8"))
+                blobs.append(text.encode("utf-8"))
                 # spec 8.8, 9.9: a claim or note is stored as what it is; never evidence.
                 events.append(NewEvent.make(EventKind.POLICY_OUTPUT, PolicyOutput(
-                    output=out, fingerprint=fingerprint(text).to_data(), what=what, index=n,
-                    origin="evaluated_model_output",
+                    output=sha256_hex(blobs[-1]), fingerprint=fingerprint(text).to_data(),
+                    what=what, index=n, origin="evaluated_model_output",
                 ), actor=actor, at=now, attempt=attempt_id))
-        self._store.append(events)
+        # issue 16 item 4: one round trip on PostgreSQL
+        self._store.append_with_evidence(events, blobs)
         return attempt_id
 
     def attempt_status(self, attempt_id: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -55,7 +54,7 @@ from ..signal.calculator import SignalCalculator
 from ..signal.escrow import Settlement, settle_escrow
 from ..signal.inputs import AttemptInputs, Measurement
 from ..signal.result import Signal
-from . import instances, loop
+from . import instances, loop, tail
 
 __all__ = [
     "HARNESS",
@@ -65,6 +64,7 @@ __all__ = [
     "evaluate",
     "indicators_payload",
     "initiate",
+    "initiation_events",
     "inputs_from_events",
     "parse_late",
     "raw_inputs",
@@ -92,33 +92,24 @@ def _ev(
     return NewEvent.make(kind, data, actor=actor, at=at, attempt=attempt)
 
 
-#: Per open store: how far its ``rules.published`` events were read, and the versions found.
-#: The ledger is append-only, so each call reads only the events appended since the last one
-#: (a service initiates many attempts; rescanning the whole log each time would be O(n)).
-_PUBLISHED: weakref.WeakKeyDictionary[Any, tuple[int, frozenset[str]]] = (
-    weakref.WeakKeyDictionary()
-)
+@tail.view_of(EventKind.RULES_PUBLISHED)
+class _Published:
+    """The rules versions the ledger holds a ``rules.published`` event for (a :mod:`.tail`
+    view: a service initiates many attempts; rescanning the whole log each time would be
+    O(n))."""
+
+    def __init__(self) -> None:
+        self.versions: set[str] = set()
+
+    def read(self, seq: int, fields: dict[str, Any]) -> None:
+        published = payload_from(fields["kind"], fields["data"], seq=seq)
+        assert isinstance(published, RulesPublished)
+        self.versions.add(published.rules_version)
 
 
 def rules_published_in(store: LedgerStore) -> set[str]:
     """Every rules version the ledger holds a ``rules.published`` event for."""
-    size = store.size()
-    seen, versions = _PUBLISHED.get(store, (0, frozenset()))
-    if size < seen:  # not the log we read before (a replaced file): read it all again
-        seen, versions = 0, frozenset()
-    found = set(versions)
-    marker = f'"kind":"{EventKind.RULES_PUBLISHED.value}"'.encode()
-    for seq, body in store.scan(seen + 1, size):
-        if marker in body:
-            fields = json.loads(body)
-            if fields["kind"] == EventKind.RULES_PUBLISHED.value:
-                published = payload_from(fields["kind"], fields["data"], seq=seq)
-                assert isinstance(published, RulesPublished)
-                found.add(published.rules_version)
-    # A store that cannot be weakly referenced is simply not cached.
-    with contextlib.suppress(TypeError):
-        _PUBLISHED[store] = (size, frozenset(found))
-    return found
+    return set(tail.current(store, _Published).versions)
 
 
 def _scan_kind(store: LedgerStore, kind: EventKind) -> Iterable[dict[str, Any]]:
@@ -143,25 +134,53 @@ def initiate(
     artefact_sha256: str | None = None,
     instance: str | None = None,
 ) -> int:
-    """Record an attempt before it runs (spec 10.4), with every rule it will be judged by.
+    """Record an attempt before it runs (spec 10.4), with every rule it will be judged by;
+    return the position of its ``attempt.initiated``.  Raises like
+    :func:`initiation_events`."""
+    return store.append(initiation_events(
+        store, pinned, attempt_id=attempt_id, task_version=task_version,
+        started_at=started_at, deadline=deadline, control_ids=control_ids,
+        verifier_version=verifier_version, artefact_sha256=artefact_sha256,
+        instance=instance))[-1]
+
+
+def initiation_events(
+    store: LedgerStore,
+    pinned: PinnedRules,
+    *,
+    attempt_id: str,
+    task_version: str,
+    started_at: datetime,
+    deadline: datetime,
+    control_ids: Iterable[str] = (),
+    verifier_version: str = "none",
+    artefact_sha256: str | None = None,
+    instance: str | None = None,
+) -> list[NewEvent]:
+    """The events that record an attempt before it runs (spec 10.4): ``rules.published`` when
+    the ledger does not hold its rules yet, then ``attempt.initiated`` (always last).  The
+    caller appends them, before anything of the attempt or with it in one batch.
 
     ``instance`` is the task instance the attempt works on (default: the attempt itself); the
     rework rule credits an instance once across its attempts (spec 3.5, 8.6).  Raises
     InputError for an attempt already initiated, a malformed instance id, or an instance whose
     attempts belong to another task class.
     """
-    if any(e.kind == EventKind.ATTEMPT_INITIATED.value for e in store.attempt_events(attempt_id)):
-        raise InputError(f"attempt {attempt_id!r} was already initiated")
     tc = pinned.task_class
     instance = attempt_id if instance is None else instances.verify_instance(instance)
-    other = instances.class_of(store, instance)
+    # The three lookups read the ledger's new tail once (one round trip on PostgreSQL).
+    with tail.read_once(store):
+        if instances.is_initiated(store, attempt_id):
+            raise InputError(f"attempt {attempt_id!r} was already initiated")
+        other = instances.class_of(store, instance)
+        published = pinned.version in rules_published_in(store)
     if other is not None and other != tc.id:
         raise InputError(
             f"instance {instance!r} is a task of class {other!r}, not {tc.id!r}: an instance "
             "belongs to one task class"
         )
     events = []
-    if pinned.version not in rules_published_in(store):
+    if not published:
         events.append(
             _ev(
                 EventKind.RULES_PUBLISHED,
@@ -208,7 +227,7 @@ def initiate(
         deadline=deadline.astimezone(UTC).isoformat(),
     )
     events.append(_ev(EventKind.ATTEMPT_INITIATED, data, attempt=attempt_id, at=started_at))
-    return store.append(events)[-1]
+    return events
 
 
 def record_measurements(

@@ -10,18 +10,14 @@ later correction earns nothing extra; an attempt that was objectively impossible
 verified does not consume it (and a neutral signal it earned is not paid on top of the measured
 result, spec 3.6).
 
-The per-store index reads only the events appended since its last call (like
-``rules_published_in``): the service awards many attempts, and rescanning the ledger for each
-would be O(n).  It checks that the event it stopped at is still there, so a group commit that
-was rolled back never leaves a phantom award in it.
+The per-store index is a :mod:`.tail` view: it reads only the events appended since its last
+call (the service awards many attempts, and rescanning the ledger for each would be O(n)), and
+checks that the event it stopped at is still there, so a group commit that was rolled back
+never leaves a phantom award in it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import weakref
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -33,6 +29,7 @@ from ..rules._values import DECIMAL_CONTEXT as CTX
 from ..rules._values import ZERO, format_exact
 from ..signal.result import Outcome, Signal
 from ..signal.rework import instance_signal
+from . import tail
 
 RULE = "first_attempt_counts"
 
@@ -77,17 +74,16 @@ def credit(signal: Signal, *, attempt_id: str, instance: str,
     }
 
 
+@tail.view_of(EventKind.ATTEMPT_INITIATED, EventKind.AWARD_DECISION)
 @dataclass(slots=True)
 class _Index:
-    seen: int = 0
-    last: bytes = b""  # SHA-256 of the body at ``seen``
     classes: dict[str, str] = field(default_factory=dict)  # instance -> task class
     owner: dict[str, str] = field(default_factory=dict)  # attempt -> instance
     members: dict[str, list[str]] = field(default_factory=dict)  # instance -> attempts
     attempt_class: dict[str, str] = field(default_factory=dict)
     awards: dict[str, list[Earlier]] = field(default_factory=dict)  # instance -> awards
 
-    def read(self, fields: dict[str, Any]) -> None:
+    def read(self, seq: int, fields: dict[str, Any]) -> None:
         data, attempt = fields["data"], fields["attempt"]
         if fields["kind"] == EventKind.ATTEMPT_INITIATED.value:
             instance = str(data.get("instance") or attempt)
@@ -104,28 +100,13 @@ class _Index:
             Decimal(str(rework.get("credited", value)))))
 
 
-_INDEX: weakref.WeakKeyDictionary[Any, _Index] = weakref.WeakKeyDictionary()
-_MARKERS = tuple(f'"kind":"{k.value}"'.encode()
-                 for k in (EventKind.ATTEMPT_INITIATED, EventKind.AWARD_DECISION))
-
-
 def _index(store: LedgerStore) -> _Index:
-    index = _INDEX.get(store) or _Index()
-    if index.seen:
-        at = list(store.scan(index.seen, index.seen))
-        if not at or hashlib.sha256(at[0][1]).digest() != index.last:
-            index = _Index()  # not the log read before (rolled back or replaced): read it all
-    size = store.size()
-    for seq, body in store.scan(index.seen + 1, size):
-        if any(m in body for m in _MARKERS):
-            fields = json.loads(body)
-            if fields["kind"] in (EventKind.ATTEMPT_INITIATED.value,
-                                  EventKind.AWARD_DECISION.value):
-                index.read(fields)
-        index.seen, index.last = seq, hashlib.sha256(body).digest()
-    with contextlib.suppress(TypeError):  # a store that cannot be weakly referenced
-        _INDEX[store] = index
-    return index
+    return tail.current(store, _Index)
+
+
+def is_initiated(store: LedgerStore, attempt: str) -> bool:
+    """Whether the ledger holds an ``attempt.initiated`` for ``attempt``."""
+    return attempt in _index(store).owner
 
 
 def class_of(store: LedgerStore, instance: str) -> str | None:

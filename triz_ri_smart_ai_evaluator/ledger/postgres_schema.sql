@@ -208,6 +208,50 @@ BEGIN
 END
 $fn$;
 
+-- Evidence blobs and the events that name them, in one call and one transaction (issue 16
+-- item 4: a policy submission is one round trip; spec 10.4: the attempt is logged with what it
+-- submitted, or neither is kept).  Each digest is recomputed here and must be the caller's;
+-- the events go through ledger_append and all of its checks.  The work runs in a
+-- subtransaction (the EXCEPTION block): a refusal undoes the blobs and the events alike and is
+-- returned as data (SQLSTATE and message) instead of raised, so that it does not abort a
+-- group commit the call is part of, and the client needs no savepoint round trips around it.
+CREATE OR REPLACE FUNCTION @schema@.ledger_append_evidence(
+    blobs bytea[], digests text[],
+    seqs bigint[], leafs bytea[], kinds text[], attempts text[], bodies bytea[],
+    head_size bigint, head_last_leaf text, head_peaks bytea,
+    cp_size bigint, cp_time double precision,
+    checkpoint_size bigint, checkpoint_note text, head_note text,
+    OUT size bigint, OUT refused_state text, OUT refused_message text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    m integer := coalesce(cardinality(blobs), 0);
+BEGIN
+    BEGIN
+        IF coalesce(cardinality(digests), 0) <> m THEN
+            RAISE EXCEPTION 'evidence arrays differ in length'
+                USING ERRCODE = 'integrity_constraint_violation';
+        END IF;
+        FOR i IN 1 .. m LOOP
+            IF blobs[i] IS NULL
+               OR digests[i] IS DISTINCT FROM encode(sha256(blobs[i]), 'hex') THEN
+                RAISE EXCEPTION 'evidence %: the digest is not SHA-256 of the blob', i
+                    USING ERRCODE = 'integrity_constraint_violation';
+            END IF;
+        END LOOP;
+        INSERT INTO @schema@.evidence (digest, data)
+            SELECT DISTINCT ON (u.d) u.d, u.b FROM unnest(digests, blobs) AS u (d, b)
+            ON CONFLICT (digest) DO NOTHING;
+        size := @schema@.ledger_append(seqs, leafs, kinds, attempts, bodies, head_size,
+            head_last_leaf, head_peaks, cp_size, cp_time, checkpoint_size, checkpoint_note,
+            head_note);
+    EXCEPTION WHEN OTHERS THEN
+        size := NULL;
+        refused_state := SQLSTATE;
+        refused_message := SQLERRM;
+    END;
+END
+$fn$;
+
 -- The signed head: ledger_append writes it with the head; ledger_sign_head only when a key
 -- holder re-signs what the database holds (unsafe_resign_head); read when a store opens.
 CREATE OR REPLACE FUNCTION @schema@.ledger_sign_head(note text) RETURNS void
@@ -360,6 +404,9 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @schema@ FROM PUBLIC, @writer@, @reader@;
 GRANT EXECUTE ON FUNCTION @schema@.ledger_head(),
     @schema@.ledger_append(bigint[], bytea[], text[], text[], bytea[], bigint, text, bytea,
                            bigint, double precision, bigint, text, text),
+    @schema@.ledger_append_evidence(bytea[], text[], bigint[], bytea[], text[], text[], bytea[],
+                                    bigint, text, bytea, bigint, double precision, bigint, text,
+                                    text),
     @schema@.ledger_put_evidence(bytea), @schema@.ledger_sign_head(text),
     @schema@.ledger_raise_alarm(text), @schema@.ledger_take_alarms(),
     @schema@.ledger_use_nonce(text, text, bigint, bigint, text, bytea, boolean),

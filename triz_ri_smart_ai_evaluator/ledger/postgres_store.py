@@ -68,16 +68,20 @@ _TABLES = ("events", "evidence", "checkpoints", "head", "alarms")
 # Every statement the store sends; {s} is the schema.  Built once per store (see __init__).
 _QUERIES = {
     "head": "SELECT size, last_leaf, peaks, cp_size, cp_time FROM {s}.ledger_head()",
-    "append": "SELECT {s}.ledger_append(%b::bigint[], %b::bytea[], %b::text[], %b::text[],"
-              " %b::bytea[], %b::bigint, %b::text, %b::bytea, %b::bigint, %b::float8, %b::bigint,"
-              " %b::text, %b::text)",
-    # The same, only if the row at the remembered size still has the remembered leaf (issue
-    # 11): one indexed read in the same round trip; no row back means nothing was appended.
-    "append_after": "SELECT {s}.ledger_append(%b::bigint[], %b::bytea[], %b::text[],"
-                    " %b::text[], %b::bytea[], %b::bigint, %b::text, %b::bytea, %b::bigint,"
-                    " %b::float8, %b::bigint, %b::text, %b::text)"
-                    " FROM {s}.ledger_scan(%b, %b, 1) AS r"
-                    " WHERE r.seq = %b AND sha256('\\x00'::bytea || r.body) = %b",
+    # Evidence and events in one call (issue 16 item 4), answering (size, refused_state,
+    # refused_message): a refusal comes back as data, undone on the server (see the schema).
+    "append_evidence": "SELECT {s}.ledger_append_evidence(%b::bytea[], %b::text[],"
+                       " %b::bigint[], %b::bytea[], %b::text[], %b::text[], %b::bytea[],"
+                       " %b::bigint, %b::text, %b::bytea, %b::bigint, %b::float8, %b::bigint,"
+                       " %b::text, %b::text)",
+    # The same only if the row at the remembered size still has the remembered leaf (issue
+    # 11): one indexed read in the same round trip; no row back means nothing was called.
+    "append_evidence_after": "SELECT {s}.ledger_append_evidence(%b::bytea[], %b::text[],"
+                             " %b::bigint[], %b::bytea[], %b::text[], %b::text[], %b::bytea[],"
+                             " %b::bigint, %b::text, %b::bytea, %b::bigint, %b::float8,"
+                             " %b::bigint, %b::text, %b::text)"
+                             " FROM {s}.ledger_scan(%b, %b, 1) AS r"
+                             " WHERE r.seq = %b AND sha256('\\x00'::bytea || r.body) = %b",
     "put_evidence": "SELECT {s}.ledger_put_evidence(%b)",
     "size": "SELECT {s}.ledger_size()",
     "scan": "SELECT seq, body FROM {s}.ledger_scan(%b, %b, %b)",
@@ -123,10 +127,33 @@ def _one_line(e: BaseException) -> str:
 def _error(e: psycopg.Error, what: str) -> EvaluatorError:
     """Refusals by the ledger's own checks (SQLSTATE classes 22, 23 and plain RAISE) are
     IntegrityError: never retried.  Everything else is ExternalError."""
-    state = e.sqlstate or ""
+    return _refusal(e.sqlstate or "", _one_line(e), what)
+
+
+def _refusal(state: str, message: str, what: str) -> EvaluatorError:
+    """:func:`_error` for a refusal the database returned as data (SQLSTATE and message)."""
+    message = " ".join(message.split()) or state
     if state[:2] in ("22", "23") or state == "P0001":
-        return IntegrityError(f"{what} refused by the ledger: {_one_line(e)}")
-    return ExternalError(f"{what} failed: {_one_line(e)}")
+        return IntegrityError(f"{what} refused by the ledger: {message}")
+    return ExternalError(f"{what} failed: {message}")
+
+
+class _HeadMoved(ExternalError):
+    """ledger_append's "the head moved" (SQLSTATE 40001, serialization_failure): the batch
+    was sealed after another head; nothing was written, seal again after the stored one."""
+
+
+def _refused(row: tuple[Any, ...] | None, what: str) -> EvaluatorError | None:
+    """The refusal ``ledger_append_evidence`` answered in ``row`` (its one composite column:
+    size, SQLSTATE, message), or None when it appended.  Raises ExternalError for no answer."""
+    if row is None or not isinstance(row[0], tuple) or len(row[0]) != 3:
+        raise ExternalError(f"{what}: the ledger gave no answer to the append")
+    size, state, message = row[0]
+    if state is None and size is not None:
+        return None
+    if state == "40001":
+        return _HeadMoved(f"{what}: the ledger head moved")
+    return _refusal(str(state), str(message or ""), what)
 
 
 def _connect(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
@@ -281,6 +308,12 @@ class PostgresStore:
             if owner or writes:
                 raise InputError(f"{where}: role {user} can change ledger tables directly; the "
                                  "application must connect as the writer role (spec 9.2)")
+            found = conn.execute("SELECT to_regproc(%s) IS NOT NULL",
+                                 (f"{schema}.ledger_append_evidence",)).fetchone()
+            if not (found and found[0]):
+                raise InputError(f"{where}: ledger schema {schema} predates "
+                                 "ledger_append_evidence; an administrator runs "
+                                 "PostgresStore.init_schema again to bring it up to date")
             # Durability is a property of the session too: acknowledge only flushed commits.
             conn.execute("SET synchronous_commit = on")
         except psycopg.Error as e:
@@ -382,32 +415,44 @@ class PostgresStore:
 
     # -- writing ----------------------------------------------------------------------
     def append(self, events: Sequence[NewEvent], *, force_checkpoint: bool = False) -> list[int]:
-        """Append ``events`` in one durable transaction; return their positions.
+        """Append ``events`` in one durable transaction; return their positions (see
+        :meth:`append_with_evidence`, which this is without evidence)."""
+        return self.append_with_evidence(events, (), force_checkpoint=force_checkpoint)
 
-        Fast path: seal after the head this store wrote last and send one autocommitted
-        ``ledger_append`` call (one round trip).  The function takes the append lock and
-        refuses, with a retryable SQLSTATE 40001, a batch sealed after any head but the stored
-        one, so a stale head costs a retry, never a fork.  Slow path (first append, or another
-        writer moved the head): ``ledger_head()`` takes the lock inside a transaction, so the
-        head cannot move before ``ledger_append`` runs.  Either way the function re-checks the
-        chain itself (9.3).  Raises IntegrityError when the database refuses the batch,
-        ExternalError when it fails.
+    def append_with_evidence(self, events: Sequence[NewEvent], evidence: Sequence[bytes], *,
+                             force_checkpoint: bool = False) -> list[int]:
+        """Store ``evidence`` and append ``events`` in one durable transaction; return their
+        positions.
+
+        Fast path: seal after the head this store wrote last and send one
+        ``ledger_append_evidence`` call (one round trip, inside a group commit too: the
+        function undoes a refused batch itself and answers the refusal as data, so no
+        savepoint is sent around it).  It stores the blobs, checking each digest, and calls
+        ``ledger_append``, which takes the append lock and refuses, with a retryable SQLSTATE
+        40001, a batch sealed after any head but the stored one, so a stale head costs a
+        retry, never a fork.  Slow path (first append, or another writer moved the head):
+        ``ledger_head()`` takes the lock inside a transaction, so the head cannot move before
+        the call runs.  Either way the database re-checks the chain itself (9.3).  Raises
+        IntegrityError when the database refuses the batch (then neither the blobs nor the
+        events are kept: spec 10.4), ExternalError when it fails.
         """
+        blobs = {hashlib.sha256(data).hexdigest(): data for data in evidence}
         head, self._head = self._head, None
         try:
-            return self._append(head, events, force_checkpoint)
+            return self._append(head, events, blobs, force_checkpoint)
         finally:
             self._flush_alarm()
 
-    def _append(self, head: Head | None, events: Sequence[NewEvent], force_checkpoint: bool
-                ) -> list[int]:
+    def _append(self, head: Head | None, events: Sequence[NewEvent], blobs: dict[str, bytes],
+                force_checkpoint: bool) -> list[int]:
+        what = f"{self.where}: append"
         try:
             if head is not None:
                 batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
                 if batch.checkpoint is not None:
                     head = None  # sign only under the lock, after re-walking the tail
                 else:
-                    head = self._append_after(head, batch, events)
+                    head = self._append_after(head, batch, events, blobs)
             if head is None:
                 with self._conn.transaction():
                     head = self._checked_head(self._locked_head())
@@ -416,30 +461,40 @@ class PostgresStore:
                         # Before the log key signs a root over them, the rows since the last
                         # checkpoint must still chain to the head (once per checkpoint).
                         self._walk(head.last_checkpoint_size, None, head.size, head.last_leaf)
-                    self._execute("append", self._append_params(batch, events,
-                                                                self._note_for(batch.head)))
+                    params = self._evidence_params(blobs) + self._append_params(
+                        batch, events, self._note_for(batch.head))
+                    row = self._conn.execute(self._q["append_evidence"], params,
+                                             binary=True).fetchone()
+                    refused = _refused(row, what)
+                    if refused is not None:  # under the lock the head cannot have moved
+                        raise refused
         except psycopg.Error as e:
-            raise _error(e, f"{self.where}: append") from e
+            raise _error(e, what) from e
         self._head = self._verified = batch.head
         return [e.seq for e in batch.events]
 
-    def _append_after(self, head: Head, batch: Batch, events: Sequence[NewEvent]
-                      ) -> Head | None:
-        """The fast path: one round trip that appends only if the database still ends at
-        ``head`` and its last row still has ``head``'s leaf.  None when it did not append."""
-        params = self._append_params(batch, events, self._note_for(batch.head))
+    def _append_after(self, head: Head, batch: Batch, events: Sequence[NewEvent],
+                      blobs: dict[str, bytes]) -> Head | None:
+        """The fast path: one round trip that stores and appends only if the database still
+        ends at ``head`` and its last row still has ``head``'s leaf.  None when it did not
+        append (the head moved, or the tail check found another row: the slow path re-reads
+        and checks it).  Raises IntegrityError or ExternalError for any other refusal."""
+        params = self._evidence_params(blobs) + self._append_params(
+            batch, events, self._note_for(batch.head))
         if head.size:
-            query = "append_after"
+            query = "append_evidence_after"
             params += (head.size, head.size, head.size, bytes.fromhex(head.last_leaf))
         else:
-            query = "append"
-        try:
-            # Inside a group, a savepoint: a refused batch must not abort the group.
-            with self._conn.transaction() if self._grouped else contextlib.nullcontext():
-                row = self._conn.execute(self._q[query], params).fetchone()
-        except psycopg.errors.SerializationFailure:
+            query = "append_evidence"
+        row = self._conn.execute(self._q[query], params, binary=True).fetchone()
+        if row is None:
             return None
-        return head if row is not None else None
+        refused = _refused(row, f"{self.where}: append")
+        if refused is None:
+            return head
+        if isinstance(refused, _HeadMoved):
+            return None
+        raise refused
 
     def _refuse(self, message: str) -> IntegrityError:
         """An IntegrityError for a tail that does not match; the reason is left in the
@@ -529,6 +584,11 @@ class PostgresStore:
         finally:
             self._grouped = False
             self._flush_alarm()
+
+    @staticmethod
+    def _evidence_params(blobs: dict[str, bytes]) -> tuple[list[bytes], list[str]]:
+        """The first two arguments of ``ledger_append_evidence``: the blobs, their digests."""
+        return list(blobs.values()), list(blobs)
 
     @staticmethod
     def _append_params(batch: Batch, events: Sequence[NewEvent], note: str | None = None

@@ -353,7 +353,14 @@ class SqliteStore:
         """Append ``events`` in one durable transaction (inside :meth:`group`, one savepoint of
         the group's transaction).  Raises ExternalError on a busy or failing database,
         IntegrityError if the stored log is inconsistent."""
+        return self.append_with_evidence(events, (), force_checkpoint=force_checkpoint)
+
+    def append_with_evidence(self, events: Sequence[NewEvent], evidence: Sequence[bytes], *,
+                             force_checkpoint: bool = False) -> list[int]:
+        """Store ``evidence`` and append ``events`` in the same transaction (or savepoint):
+        a refused append keeps no blob either (spec 10.4).  Raises like :meth:`append`."""
         conn = self._conn
+        blobs = {hashlib.sha256(data).hexdigest(): data for data in evidence}
         begin, commit, undo = (
             ("SAVEPOINT append", "RELEASE append", ("ROLLBACK TO append", "RELEASE append"))
             if self._grouped else ("BEGIN IMMEDIATE", "COMMIT", ("ROLLBACK",))
@@ -361,6 +368,9 @@ class SqliteStore:
         try:
             conn.execute(begin)
             try:
+                if blobs:
+                    conn.executemany("INSERT OR IGNORE INTO evidence (digest, data) VALUES (?, ?)",
+                                     blobs.items())
                 batch = self._write(events, force_checkpoint)
                 conn.execute(commit)
             except BaseException:

@@ -148,6 +148,14 @@ class LedgerStore(Protocol):
         serialised so the chain never forks."""
         ...
 
+    def append_with_evidence(self, events: Sequence[NewEvent], evidence: Sequence[bytes], *,
+                             force_checkpoint: bool = False) -> list[int]:
+        """Store ``evidence`` (content-addressed, as :meth:`put_evidence`) and append
+        ``events`` in ONE transaction: both are kept or neither (spec 10.4: an attempt is
+        logged with what it submitted, never half of it).  Returns the positions given.  On
+        PostgreSQL it is one round trip (issue 16 item 4)."""
+        ...
+
     def size(self) -> int: ...
 
     def scan(self, start: int = 1, end: int | None = None) -> Iterator[tuple[int, bytes]]:

@@ -1,18 +1,31 @@
 """The store of published rules versions: a folder of content-addressed task classes.
 
 A published version never changes: the store keeps each under its own hash and checks the hash
-on every read, so an edited file is a new version and the old one stays loadable (spec 10.5).
-This module reads and writes files; the pure versioning and pinning it builds on are in
+when it reads the file, so an edited file is a new version and the old one stays loadable (spec
+10.5).  This module reads and writes files; the pure versioning and pinning it builds on are in
 ``rules.versions``.
+
+What a file held is kept, keyed by the file's identity (device, inode, modification and change
+times, size), and read again - hash checked again - as soon as any of them differs: a service
+pins the rules of every submission, and parsing and hashing them each time cost more than the
+rest of the submission (issue 16 item 4).  An edit in place changes the times and usually the
+size; a replaced file (``write_atomic``) is a new inode.  The change time is in the key because
+``touch -d`` can set a modification time back but never the change time, and a file modified
+less than ``_SETTLED_NS`` before it was read is not kept at all: a second write within the
+filesystem's timestamp granularity could leave every field as it was (git's "racily clean"
+rule).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._io import write_atomic
 from ..errors import InputError, IntegrityError, RuleError
@@ -28,6 +41,39 @@ from .versions import (
 
 #: Published versions of the bundled task classes, shipped with the package.
 BUNDLED_STORE = Path(__file__).resolve().parent.parent / "catalogue" / "published"
+
+T = TypeVar("T")
+#: Files modified more recently than this (ns) are read each time (see the module docstring).
+_SETTLED_NS = 2_000_000_000
+_KEPT_FILES = 1024
+_kept: dict[Path, tuple[tuple[int, ...], Any]] = {}
+_kept_lock = threading.Lock()
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+def _read_kept(path: Path, parse: Callable[[bytes], T]) -> T:
+    """``parse`` of the file's bytes, kept while the file's identity is unchanged.  Raises
+    OSError (FileNotFoundError when there is no file) and whatever ``parse`` raises; a failure
+    is never kept."""
+    key = _identity(os.stat(path))
+    with _kept_lock:
+        kept = _kept.get(path)
+    if kept is not None and kept[0] == key:
+        found: T = kept[1]
+        return found
+    value = parse(path.read_bytes())
+    after = os.stat(path)
+    # Kept only if the file did not change while it was read and has settled.
+    if _identity(after) == key and time.time_ns() - max(after.st_mtime_ns,
+                                                         after.st_ctime_ns) > _SETTLED_NS:
+        with _kept_lock:
+            if len(_kept) >= _KEPT_FILES:
+                _kept.clear()
+            _kept[path] = (key, value)
+    return value
 
 
 class RulesStore:
@@ -48,18 +94,27 @@ class RulesStore:
     def history(self, class_id: str) -> list[dict[str, Any]]:
         """Publication records of a class, oldest first: ``{"version", "published_at"}``."""
         path = self.root / class_id / "history.jsonl"
-        if not path.exists():
+
+        def parse(data: bytes) -> tuple[tuple[str, str], ...]:
+            out = []
+            for n, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+                try:
+                    record = json.loads(line)
+                    if not isinstance(record, dict) or set(record) != {"version",
+                                                                       "published_at"}:
+                        raise ValueError("unexpected fields")
+                except ValueError as e:
+                    raise IntegrityError(f"{path}:{n}: corrupt publication record ({e})") from e
+                out.append((record["version"], record["published_at"]))
+            return tuple(out)
+
+        try:
+            records = _read_kept(path, parse)
+        except FileNotFoundError:
             return []
-        out: list[dict[str, Any]] = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict) or set(record) != {"version", "published_at"}:
-                    raise ValueError("unexpected fields")
-            except ValueError as e:
-                raise IntegrityError(f"{path}:{n}: corrupt publication record ({e})") from e
-            out.append(record)
-        return out
+        except UnicodeDecodeError as e:
+            raise IntegrityError(f"{path}: corrupt publication records ({e})") from e
+        return [{"version": v, "published_at": at} for v, at in records]
 
     def load(self, class_id: str, version: str) -> TaskClass:
         """Load a published version, checking its hash.
@@ -67,14 +122,17 @@ class RulesStore:
         Raises RuleError if it is not in the store, IntegrityError if its bytes changed.
         """
         path = self._file(class_id, version)
+
+        def parse(data: bytes) -> TaskClass:
+            try:
+                return rules_from_canonical(data, version)
+            except IntegrityError as e:
+                raise IntegrityError(f"{path}: {e.message}") from e
+
         try:
-            data = path.read_bytes()
+            return _read_kept(path, parse)
         except FileNotFoundError as e:
             raise RuleError(f"rules version {class_id}@{version[:12]} is not published") from e
-        try:
-            return rules_from_canonical(data, version)
-        except IntegrityError as e:
-            raise IntegrityError(f"{path}: {e.message}") from e
 
     def in_force(self, class_id: str, started_at: datetime) -> tuple[str, TaskClass]:
         """The published version in force for an attempt that started at ``started_at``: the
