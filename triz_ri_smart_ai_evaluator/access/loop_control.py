@@ -68,7 +68,7 @@ def pin_new_attempt(store: LedgerStore, catalogue: Catalogue, class_id: str, now
     trusted port that has taken effect, else the bundled publication in force.  Raises
     InputError (unknown class), RuleError (nothing in force yet)."""
     tc = catalogue.get(class_id)
-    rollback = loop.rollback_in_force(loop.class_events(store, tc.id))
+    rollback = loop.rollback_now(store, tc.id)
     if rollback is not None:
         return pin(rules_of(store, catalogue, tc.id, rollback), started_at=now,
                    version=rollback)

@@ -30,7 +30,7 @@ from .._clock import now_utc
 from .._ids import is_plain_id
 from ..canonical import sha256_hex
 from ..errors import InputError
-from ..evaluation import instances
+from ..evaluation import instances, tail
 from ..evaluation.attempts import initiation_events
 from ..ledger.events import EventKind, NewEvent
 from ..ledger.payloads import EvidenceStored, PolicyOutput
@@ -153,17 +153,20 @@ class PolicyPort:
         if instance is not None:
             _verify_own_instance(self._guard, self.principal, instances.verify_instance(instance))
         now = self._clock()
-        # spec 10.5: the version in force now (or the owner's rollback, 9.19)
-        pinned = pin_new_attempt(self._store, self._catalogue, tc.id, now)
         attempt_id = f"att-{secrets.token_hex(16)}"
         digest = sha256_hex(artefact)
-        # spec 10.4: attempt.initiated comes first, and the attempt is logged with what it
-        # submitted in ONE write (the blobs and the events together, or neither): no attempt
-        # is left in the log without its artefact, and nothing of it is stored unlogged.
-        events = initiation_events(
-            self._store, pinned, attempt_id=attempt_id, task_version=pinned.version,
-            started_at=now, deadline=now + self._timeout, artefact_sha256=digest,
-            instance=instance)
+        # issue 16 item 4: the rollback, the instance and the published rules from one read
+        # of the ledger's new tail (nothing is appended in between)
+        with tail.read_once(self._store):
+            # spec 10.5: the version in force now (or the owner's rollback, 9.19)
+            pinned = pin_new_attempt(self._store, self._catalogue, tc.id, now)
+            # spec 10.4: attempt.initiated comes first, and the attempt is logged with what it
+            # submitted in ONE write (the blobs and the events together, or neither): no
+            # attempt is left in the log without its artefact, nor anything of it unlogged.
+            events = initiation_events(
+                self._store, pinned, attempt_id=attempt_id, task_version=pinned.version,
+                started_at=now, deadline=now + self._timeout, artefact_sha256=digest,
+                instance=instance)
         actor = self.principal.id
         blobs = [artefact]
         events.append(NewEvent.make(EventKind.EVIDENCE_STORED, EvidenceStored(

@@ -31,7 +31,7 @@ from ..ledger.store import LedgerStore
 from ..rules.published import BUNDLED_STORE, RulesStore, pin_in_force
 from ..rules.task_class import TaskClass
 from ..rules.versions import PinnedRules, pin
-from . import attempts
+from . import attempts, tail
 
 ACTOR = "loop"
 SUBJECT_PREFIX = "loop/"
@@ -216,6 +216,28 @@ def rollback_in_force(events: list[Event]) -> str | None:
             found = ev.data.get("rules_version")
             version = found if isinstance(found, str) else None
     return version
+
+
+@tail.view_of(EventKind.CLASS_MODE_CHANGED)
+class _Rollbacks:
+    """:func:`rollback_in_force` of every class, kept as a :mod:`.tail` view: a submission
+    learns its class's rollback from the same one read as its other checks (issue 16 item 4),
+    not from a read of the class's loop subject of its own."""
+
+    def __init__(self) -> None:
+        self.version: dict[str, str | None] = {}  # loop subject -> rollback version
+
+    def read(self, seq: int, fields: dict[str, Any]) -> None:
+        data, where = fields["data"], fields.get("attempt")
+        if isinstance(where, str) and where.startswith(SUBJECT_PREFIX) and \
+                data.get("cause") == "rollback":
+            found = data.get("rules_version")
+            self.version[where] = found if isinstance(found, str) else None
+
+
+def rollback_now(store: LedgerStore, task_class: str) -> str | None:
+    """``rollback_in_force(class_events(store, task_class))``, from the ledger's tail view."""
+    return tail.current(store, _Rollbacks).version.get(subject(task_class))
 
 
 def pin_for_new_attempt(store: LedgerStore, tc: TaskClass, now: datetime) -> PinnedRules:
