@@ -28,10 +28,12 @@ fi
 # The layers of the design (docs/architecture.md), as contracts on the import graph.
 .venv/bin/lint-imports --no-cache --no-logo .importlinter
 
-# tests/service runs pilot attempts in its worker pool (which opens sandboxes and probes
-# isolation): it stays with the sandbox tests, after them, as before the split. tests/defect_fix
+# The service tests that run pilot attempts in a worker pool (which opens sandboxes and probes
+# isolation; the Ray tests' actors too) stay with the sandbox tests; the other service tests
+# (no worker pool) run with the rest, which balances the two processes. tests/defect_fix
 # opens sandboxes too: beside the pilot's leftover checks it would look like a leak.
-SANDBOXED=(tests/pilot tests/sandbox tests/service tests/defect_fix tests/acceptance
+SANDBOXED=(tests/pilot tests/sandbox tests/service/test_service.py tests/service/test_hostile.py
+           tests/service/test_ray_dispatch.py tests/defect_fix tests/acceptance
            tests/integrations/test_swebench_end_to_end.py tests/integrations/test_trl_example.py
            tests/integrations/test_inspect_example.py)
 
