@@ -139,6 +139,7 @@ def _busy_actor_pid(timeout: float) -> int:
 
 def test_a_worker_lost_mid_run_ends_it_errored_once_and_the_next_run_completes(
         tmp_path: Path, ray_address: str) -> None:
+    namespaces = _namespaces()
     gen = start_service(tmp_path / "svc", edit=_on_ray(ray_address, 1))
     service = next(gen)
     try:
@@ -162,7 +163,19 @@ def test_a_worker_lost_mid_run_ends_it_errored_once_and_the_next_run_completes(
         assert not [e for e in _events(service, lost) if e["kind"] == "award.decision"]
     finally:
         gen.close()
+        # The killed run's network namespace outlives it (no tool sweeps a dead harness's
+        # namespaces yet, ADR 0003): the sandbox tests run one at a time, so every trz-
+        # namespace made during this test and still here is that run's.
+        for name in _namespaces() - namespaces:
+            subprocess.run(["ip", "netns", "delete", name], check=False)
     _verify_ledger(tmp_path / "svc")
+
+
+def _namespaces() -> set[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                            check=True).stdout
+    return {line.split()[0] for line in listed.splitlines()
+            if line.strip().startswith("trz-")}
 
 
 def test_a_candidate_the_class_refuses_ends_errored_with_the_class_reason_on_ray(

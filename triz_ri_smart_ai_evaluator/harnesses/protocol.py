@@ -110,6 +110,21 @@ class Outcome:
     phases: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class RunFields:
+    """What every :class:`RunContext` holds: the runner's own, and a harness worker's that
+    keeps the evidence for the service (issue 16 item 4)."""
+
+    attempt_id: str
+    seed: bytes
+    seed_commitment: str
+    work: Path
+    bundle: Path
+    options: RunOptions
+    rules: PinnedRules
+    red_team: Mapping[str, Any] | None
+
+
 class RunContext(Protocol):
     """What the runner lends the class for one run."""
 

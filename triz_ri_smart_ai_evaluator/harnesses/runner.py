@@ -63,7 +63,16 @@ from ..rules.versions import PinnedRules, pin, rules_version
 from ..sandbox import IsolationError, IsolationSupport, probe_isolation
 from ..signal.calculator import SignalCalculator
 from ..signal.result import Signal
-from .protocol import Controls, Harness, Outcome, Prepared, RunContext, RunOptions, RunResult
+from .protocol import (
+    Controls,
+    Harness,
+    Outcome,
+    Prepared,
+    RunContext,
+    RunFields,
+    RunOptions,
+    RunResult,
+)
 from .registry import harness_for
 
 ACTOR = "harness"
@@ -98,18 +107,10 @@ def store_evidence(store: LedgerStore, attempt_id: str, what: str, data: bytes,
 
 
 @dataclass(slots=True)
-class _Context:
+class _Context(RunFields):
     """The :class:`~.protocol.RunContext` the runner lends a class for one run."""
 
     store: LedgerStore
-    attempt_id: str
-    seed: bytes
-    seed_commitment: str
-    work: Path
-    bundle: Path
-    options: RunOptions
-    rules: PinnedRules
-    red_team: Mapping[str, Any] | None
 
     def evidence(self, what: str, data: bytes, **extra: Any) -> str:
         return store_evidence(self.store, self.attempt_id, what, data, **extra)
@@ -260,9 +261,9 @@ def _evaluate(store: LedgerStore, harness: Harness, pinned: PinnedRules, attempt
     store_evidence(store, attempt_id, "control_set", drawn.data, scenarios=drawn.count)
     bundle.mkdir(parents=True, exist_ok=True)
     lap = _lap(phases, "draw", lap)
-    ctx = _Context(store, attempt_id, seed, commitment, work, bundle, options, pinned,
+    ctx = _Context(attempt_id, seed, commitment, work, bundle, options, pinned,
                    loop.passing_audit(store, harness.task_class, pinned.version,
-                                      harness.version))
+                                      harness.version), store)
     try:
         outcome, signal = _judge(store, harness, pinned, ctx, prepared, drawn, phases,
                                  executor)

@@ -35,7 +35,15 @@ from .._io import write_atomic
 from ..access import Principal, Role
 from ..access.trusted import sign_request
 from ..errors import EvaluatorError, ExternalError
-from ..harnesses.protocol import Controls, Outcome, Prepared, RunContext, RunOptions, quiet
+from ..harnesses.protocol import (
+    Controls,
+    Outcome,
+    Prepared,
+    RunContext,
+    RunFields,
+    RunOptions,
+    quiet,
+)
 from ..harnesses.registry import harness_for
 from ..provenance.confirmation import ComponentKey
 from ..rules.versions import PinnedRules
@@ -90,18 +98,10 @@ class _Report:
 
 
 @dataclass(slots=True)
-class _Buffered:
+class _Buffered(RunFields):
     """The :class:`~..harnesses.protocol.RunContext` a worker lends the class: evidence is
     kept, in order, for the service to store."""
 
-    attempt_id: str
-    seed: bytes
-    seed_commitment: str
-    work: Path
-    bundle: Path
-    options: RunOptions
-    rules: PinnedRules
-    red_team: Mapping[str, Any] | None
     kept: list[tuple[str, bytes, dict[str, Any]]] = field(default_factory=list)
 
     def evidence(self, what: str, data: bytes, **extra: Any) -> str:
