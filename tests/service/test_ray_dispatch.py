@@ -166,7 +166,7 @@ def test_a_worker_lost_mid_run_ends_it_errored_once_and_the_next_runs_are_judged
         assert len(refusal) == 1
         assert refusal[0]["data"]["stage"] == "prepare"
         assert "Ray" not in refusal[0]["data"]["reason"]
-        # the lost run was not run again: one control set drawn for it, no award
+        # the lost run was not run again: it has no award
         assert not [e for e in _events(service, lost) if e["kind"] == "award.decision"]
     finally:
         gen.close()

@@ -40,9 +40,7 @@ Job = Callable[[WorkerHandle | None], None]
 
 
 class Dispatcher(Protocol):
-    """Runs harness jobs, at most :attr:`workers` at once."""
-
-    workers: int
+    """Runs harness jobs, at most as many at once as it has workers."""
 
     def submit(self, job: Job) -> Future[None]: ...
 
@@ -55,7 +53,6 @@ class LocalDispatcher:
     """Jobs on this process's threads; the class's work is done here too."""
 
     def __init__(self, workers: int) -> None:
-        self.workers = workers
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="harness")
 
     def submit(self, job: Job) -> Future[None]:
@@ -94,8 +91,7 @@ class _RayWorker:
                 raise cause from None
             raise ExternalError(f"the Ray harness worker failed in {what}: "
                                 f"{type(cause or e).__name__}") from None
-        except (self._ray.exceptions.RayActorError, self._ray.exceptions.GetTimeoutError,
-                self._ray.exceptions.RayError) as e:
+        except self._ray.exceptions.RayError as e:  # a dead actor, a timeout, a lost node
             self.lost = True
             raise ExternalError(f"the Ray harness worker was lost in {what} "
                                 f"({type(e).__name__}); the run is not retried") from None
@@ -131,7 +127,6 @@ class RayDispatcher:
             raise ExternalError("harness.backend is ray but Ray is not installed (pip install "
                                 "'triz-ri-smart-ai-evaluator[ray]')") from None
         self._ray = ray
-        self.workers = config.workers
         try:
             ray.init(address=config.address, log_to_driver=False, logging_level=logging.WARNING,
                      configure_logging=False)
