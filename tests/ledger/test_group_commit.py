@@ -182,33 +182,68 @@ def test_a_group_whose_commit_fails_fails_every_job(tmp_path: Path, keys: Path) 
 # -- PostgreSQL: the same semantics on the real local server ------------------------------------
 
 
-def test_postgres_group_commits_at_its_end_and_survives_a_stale_head(
-        pg_ledger: PgLedger, keys: Path) -> None:
+def _pg_store(pg_ledger: PgLedger, keys: Path):  # type: ignore[no-untyped-def]
     from triz_ri_smart_ai_evaluator.ledger.log import load_log_signer
     from triz_ri_smart_ai_evaluator.ledger.store import CheckpointPolicy
 
     signer = load_log_signer(keys)
-    store = pg_ledger.open(policy=CheckpointPolicy(signer, signer.name, 1000, 60.0,
-                                                   lambda: 0.0))
+    return pg_ledger.open(policy=CheckpointPolicy(signer, signer.name, 1000, 60.0, lambda: 0.0))
+
+
+def test_postgres_group_commits_at_its_end_and_follows_another_writer(
+        pg_ledger: PgLedger, keys: Path) -> None:
+    store, other = _pg_store(pg_ledger, keys), _pg_store(pg_ledger, keys)
     reader = pg_ledger.open(role=pg_ledger.reader)
     with store.group():
-        store.append([event(1)])
-        stale = store._head
-        store.append([event(2)])
-        store._head = stale  # as if another writer had moved the head: a refused fast path
-        store.append([event(3)])  # recovers by the slow path, inside the group
+        assert store.append([event(1)]) == [1]
+        assert store.append([event(2)]) == [2]
         digest = store.put_evidence(b"in the group")
+        # the group's own appends are read back from inside the group
+        assert [seq for seq, _ in store.scan(1)] == [1, 2]
         assert reader.size() == 0  # nothing visible before COMMIT
-    assert reader.size() == 3
+    assert reader.size() == 2
     assert reader.get_evidence(digest) == b"in the group"
+    # Another writer moves the head between two groups: the next group takes the append lock,
+    # reads what the other wrote, checks it links to what this store wrote, and follows it.
+    assert other.append([event(3)]) == [3]
+    with store.group():
+        assert [seq for seq, _ in store.scan(2)] == [2, 3]
+        assert store.append([event(4)]) == [4]
+        assert store.size() == 4
 
     def fail_inside_a_group() -> None:
         with store.group():
-            store.append([event(4)])
+            store.append([event(5)])
             raise RuntimeError("the caller failed")
 
     with pytest.raises(RuntimeError):
         fail_inside_a_group()
-    assert reader.size() == 3
-    store.append([event(5)], force_checkpoint=True)  # usable afterwards, head rebuilt
+    assert reader.size() == 4
+    assert store.append([event(6)], force_checkpoint=True) == [5]  # head rebuilt after it
+    assert check_ledger(store, log_key=load_vkey(keys / LOG_VKEY_FILE)).ok
+
+
+def test_postgres_a_refused_append_fails_its_whole_group(pg_ledger: PgLedger, keys: Path
+                                                         ) -> None:
+    """Appends in a group are sent without waiting for their answers (pipeline mode) and
+    checked before COMMIT: one the ledger refuses rolls the whole group back, and every
+    caller of the group gets the refusal; nothing of it is kept, and the store goes on."""
+    store = _pg_store(pg_ledger, keys)
+    reader = pg_ledger.open(role=pg_ledger.reader)
+    store.append([event(1)])
+
+    def group_with_a_refused_append() -> None:
+        with store.group():
+            store.append([event(2)])
+            stale = store._head
+            store.append([event(3)])
+            store._head = stale  # a batch sealed after a head the ledger has left behind
+            store.append([event(4)])
+            store.append([event(5)])
+
+    with pytest.raises(ExternalError, match="head moved"):
+        group_with_a_refused_append()
+    assert reader.size() == 1
+    assert [seq for seq, _ in store.scan(1)] == [1]
+    assert store.append([event(6)], force_checkpoint=True) == [2]
     assert check_ledger(store, log_key=load_vkey(keys / LOG_VKEY_FILE)).ok

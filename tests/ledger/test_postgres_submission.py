@@ -304,3 +304,51 @@ def test_append_with_evidence_on_both_backends_gives_the_same_positions(
     assert _evidence(store) == {sha256_hex(b) for b in (b"a", b"b", b"c")}, backend
     assert store.get_evidence(sha256_hex(b"b")) == b"b"
 
+
+
+# -- a group commit sends its submissions as one call, without waiting per submission ----------
+def test_a_group_of_submissions_is_one_write_and_a_few_round_trips(
+    counted_pg: tuple[PostgresStore, CountingProxy],
+) -> None:
+    """Inside a group the store holds the append lock, so the log grows only by its own
+    appends: the tail reads after the first are answered from what it wrote, and the group's
+    appends go to the server as ONE call, sent without waiting (pipeline mode) and checked
+    before COMMIT.  Sixteen submissions cost what one does."""
+    store, proxy = counted_pg
+    port = _port(store)
+    _submit(port, 0)
+    costs = {}
+    for n in (1, 16):
+        mark = proxy.counts.snapshot()
+        with store.group():
+            attempts = [_submit(port, k) for k in range(n)]
+        statements, round_trips = proxy.counts.since(mark)
+        writes = [s for s in statements if "ledger_append" in s or "ledger_put_evidence" in s]
+        assert len(writes) == 1, statements
+        assert "ledger_append_evidence" in writes[0]
+        costs[n] = round_trips
+        for attempt in attempts:
+            assert [e.kind for e in store.attempt_events(attempt)] == [
+                "attempt.initiated", "evidence.stored", "policy.output", "policy.output"]
+    # the lock and the new tail (one), the appends' answers (one), COMMIT (one)
+    assert costs[16] == costs[1] <= 4, costs
+    assert check_ledger(store, log_key=store._sequencer.policy.signer.verifier).ok  # type: ignore[union-attr]
+
+
+def test_reads_inside_a_group_see_the_appends_queued_before_them(pg_ledger: PgLedger,
+                                                                 signer: NoteSigner) -> None:
+    """An append queued in a group reaches the server before any later statement of the
+    group: a read of the same group answers with it, and its evidence is there."""
+    store = pg_ledger.open(policy=_policy(signer))
+    port = _port(store)
+    with store.group():
+        first = _submit(port, 1)
+        assert store.attempt_events(first)[0].kind == "attempt.initiated"
+        digest = sha256_hex(b"step 1: open the form\nstep 1: submit it\n")
+        assert store.get_evidence(digest) == b"step 1: open the form\nstep 1: submit it\n"
+        end = store.attempt_events(first)[-1].seq
+        second = _submit(port, 2)
+        assert store.size() == end + 4
+        assert [a for _, _, _, a in store.scan_indexed(end + 1)] == [second] * 4
+    assert store.attempt_events(second)[0].seq == end + 1
+    assert check_ledger(store, log_key=signer.verifier).ok

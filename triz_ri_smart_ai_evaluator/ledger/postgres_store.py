@@ -64,6 +64,8 @@ DEFAULT_READER = "triz_ledger_reader"
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _PAGE = 4096  # rows per round trip when scanning
+_TO_THE_END = 2**62  # a scan's end past any log: to the end as the database answers
+_QUEUED_BYTES = 8 << 20  # evidence a group queues before it sends its appends early
 _TABLES = ("events", "evidence", "checkpoints", "head", "alarms")
 # Every statement the store sends; {s} is the schema.  Built once per store (see __init__).
 _QUERIES = {
@@ -194,6 +196,15 @@ class PostgresStore:
         # refusal repeats); put back to the group's start when a group rolls back.
         self._verified: Head | None = None
         self._grouped = False
+        # Inside a group commit, once the append lock is held (see _lock): the head it was
+        # taken at, the appends sent but not yet answered (see _settle) and the rows from the
+        # head this store had verified up to its newest append, known exactly while the lock
+        # is held (nobody else can append), so the group's tail reads need no round trip.
+        self._locked: Head | None = None
+        self._queued: list[tuple[Batch, Sequence[NewEvent]]] = []  # sealed, not yet sent
+        self._queued_blobs: dict[str, bytes] = {}
+        self._pending: list[tuple[psycopg.Cursor[tuple[Any, ...]], str]] = []  # sent
+        self._recent: list[tuple[int, bytes]] = []
         self._alarm: str | None = None  # a refusal to leave in the database (see _refuse)
         name = sql.Identifier(schema)
         self._q = {key: sql.SQL(text).format(s=name).as_bytes(conn)
@@ -389,10 +400,15 @@ class PostgresStore:
         row = self._conn.cursor(binary=True).execute(self._q["head"]).fetchone()
         if row is None:
             raise IntegrityError(f"{self.where}: ledger {self.schema} has no head")
+        return self._head_from(row)
+
+    @staticmethod
+    def _head_from(row: tuple[Any, ...]) -> Head:
         return Head(int(row[0]), str(row[1]), _unpack(bytes(row[2])), int(row[3]),
                     float(row[4]))
 
     def _execute(self, query: str, params: Sequence[Any]) -> None:
+        self._flush()
         self._conn.cursor(binary=True).execute(self._q[query], params)
 
     def _flush_alarm(self) -> None:
@@ -437,6 +453,8 @@ class PostgresStore:
         events are kept: spec 10.4), ExternalError when it fails.
         """
         blobs = {hashlib.sha256(data).hexdigest(): data for data in evidence}
+        if self._grouped:
+            return self._append_grouped(events, blobs, force_checkpoint)
         head, self._head = self._head, None
         try:
             return self._append(head, events, blobs, force_checkpoint)
@@ -462,7 +480,7 @@ class PostgresStore:
                         # checkpoint must still chain to the head (once per checkpoint).
                         self._walk(head.last_checkpoint_size, None, head.size, head.last_leaf)
                     params = self._evidence_params(blobs) + self._append_params(
-                        batch, events, self._note_for(batch.head))
+                        [(batch, events)], self._note_for(batch.head))
                     row = self._conn.execute(self._q["append_evidence"], params,
                                              binary=True).fetchone()
                     refused = _refused(row, what)
@@ -473,6 +491,93 @@ class PostgresStore:
         self._head = self._verified = batch.head
         return [e.seq for e in batch.events]
 
+    def _append_grouped(self, events: Sequence[NewEvent], blobs: dict[str, bytes],
+                        force_checkpoint: bool) -> list[int]:
+        """An append inside a group commit, sealed after the head the group holds the append
+        lock on.  It is queued, not sent: the group's queued appends go to the database as ONE
+        ``ledger_append_evidence`` call (:meth:`_flush`) before the next statement of the
+        group, at a checkpoint, or at the group's end, without waiting for the answer
+        (psycopg pipeline mode); every answer is checked before the group commits
+        (:meth:`_settle`), and one refusal fails the whole group.  So a group of n
+        submissions costs the server one call, and this thread one head signature, not n.
+        The positions returned are final once the group has committed."""
+        what = f"{self.where}: append"
+        try:
+            head = self._lock()
+            batch = self._sequencer.seal(head, events, force_checkpoint=force_checkpoint)
+            if batch.checkpoint is not None and head.size > head.last_checkpoint_size:
+                # As outside a group: before the log key signs a root over them, the rows
+                # since the last checkpoint must still chain to the head.  The appends queued
+                # so far are sent and answered first, so that a refused one is reported as
+                # itself, not as a missing row.
+                self._settle()
+                self._walk(head.last_checkpoint_size, None, head.size, head.last_leaf)
+        except psycopg.Error as e:
+            raise _error(e, what) from e
+        self._queued.append((batch, events))
+        self._queued_blobs.update(blobs)
+        self._head = self._verified = batch.head
+        self._recent.extend((e.seq, e.body) for e in batch.events)
+        if batch.checkpoint is not None or (
+                sum(map(len, self._queued_blobs.values())) > _QUEUED_BYTES):
+            self._flush()  # a checkpoint is of the head a call ends at
+        return [e.seq for e in batch.events]
+
+    def _flush(self) -> None:
+        """Send the queued appends as one call, without waiting for its answer."""
+        if not self._queued:
+            return
+        queued, self._queued = self._queued, []
+        blobs, self._queued_blobs = self._queued_blobs, {}
+        what = f"{self.where}: append"
+        try:
+            cursor = self._conn.cursor(binary=True)
+            cursor.execute(self._q["append_evidence"], self._evidence_params(blobs)
+                           + self._append_params(queued, self._note_for(queued[-1][0].head)))
+        except psycopg.Error as e:
+            raise _error(e, what) from e
+        self._pending.append((cursor, what))
+
+    def _lock(self) -> Head:
+        """Inside a group: take the append lock (once per group) and return the head the
+        next append follows.  The head read under the lock is checked like the slow path's
+        (:meth:`_checked_head`); the rows since the head this store last verified come back
+        in the same round trip and are kept in ``_recent``.  Raises IntegrityError."""
+        if self._locked is not None:
+            assert self._head is not None
+            return self._head
+        mine = self._verified
+        if mine is None:  # a store's first group: walk from the last checkpoint, as outside
+            head = self._checked_head(self._locked_head())
+            self._recent = []
+        else:
+            heads = self._conn.cursor(binary=True)
+            heads.execute(self._q["head"])
+            tail = self._conn.cursor(binary=True)
+            tail.execute(self._q["scan"], (max(mine.size, 1), _TO_THE_END, _PAGE))
+            row = heads.fetchone()  # the two statements answer in one round trip
+            if row is None:
+                raise IntegrityError(f"{self.where}: ledger {self.schema} has no head")
+            db = self._head_from(row)
+            rows = [(int(seq), bytes(body)) for seq, body in tail.fetchall()]
+            complete = len(rows) < _PAGE  # under the lock these are the rows to its head
+            head = self._checked_head(db, rows if complete else None)
+            self._recent = [r for r in rows if r[0] >= mine.size] if complete else []
+            if mine.size == 0:
+                self._recent = []
+        self._locked = self._head = self._verified = head
+        return head
+
+    def _settle(self) -> None:
+        """Check the answer of every append sent in this group (one round trip for all of
+        them).  Raises the first refusal: the group then rolls back whole."""
+        self._flush()
+        pending, self._pending = self._pending, []
+        for cursor, what in pending:
+            refused = _refused(cursor.fetchone(), what)
+            if refused is not None:
+                raise refused
+
     def _append_after(self, head: Head, batch: Batch, events: Sequence[NewEvent],
                       blobs: dict[str, bytes]) -> Head | None:
         """The fast path: one round trip that stores and appends only if the database still
@@ -480,7 +585,7 @@ class PostgresStore:
         append (the head moved, or the tail check found another row: the slow path re-reads
         and checks it).  Raises IntegrityError or ExternalError for any other refusal."""
         params = self._evidence_params(blobs) + self._append_params(
-            batch, events, self._note_for(batch.head))
+            [(batch, events)], self._note_for(batch.head))
         if head.size:
             query = "append_evidence_after"
             params += (head.size, head.size, head.size, bytes.fromhex(head.last_leaf))
@@ -503,19 +608,20 @@ class PostgresStore:
         return IntegrityError(f"{self.where}: {message}; refusing to append or sign (someone "
                               f"with write access to {self.schema} changed the tail)")
 
-    def _checked_head(self, db: Head) -> Head:
+    def _checked_head(self, db: Head, rows: list[tuple[int, bytes]] | None = None) -> Head:
         """``db``, the head read under the append lock, checked against the head this store
         last wrote or verified (issue 11): it did not go back, the remembered last row is
         unchanged and the rows since link to it (only those are read).  On a store's first
         append, the tail since the last checkpoint must chain to ``db``.  Raises
-        IntegrityError naming what changed."""
+        IntegrityError naming what changed.  ``rows``: the rows from the remembered head's
+        (or 1) to the end, read under the lock, instead of reading them here."""
         mine = self._verified
         if mine is None:
             self._walk(min(db.last_checkpoint_size, db.size), None, db.size, db.last_leaf)
             return db
         if db.size < mine.size:
             raise self._refuse(f"the ledger head went back from {mine.size} to {db.size} events")
-        leaves = self._walk(mine.size, mine.last_leaf, db.size, db.last_leaf)
+        leaves = self._walk(mine.size, mine.last_leaf, db.size, db.last_leaf, rows)
         acc = MerkleAccumulator.from_state(mine.size, mine.peaks)
         for leaf in leaves:
             acc.append(leaf)
@@ -527,8 +633,8 @@ class PostgresStore:
                                f"{mine.last_checkpoint_size} to {db.last_checkpoint_size}")
         return db
 
-    def _walk(self, first: int, first_leaf: str | None, last: int, last_leaf: str
-              ) -> list[bytes]:
+    def _walk(self, first: int, first_leaf: str | None, last: int, last_leaf: str,
+              rows: list[tuple[int, bytes]] | None = None) -> list[bytes]:
         """Rows ``first..last`` are contiguous, each links to the one before, row ``first``
         has ``first_leaf`` (when given) and row ``last`` has ``last_leaf``: by the chain that
         pins every row in between.  Returns the leaves of rows ``first+1..last``.  Raises
@@ -540,7 +646,9 @@ class PostgresStore:
             return leaves
         prev: str | None = GENESIS_PREV if first == 0 else None
         expected = max(first, 1)
-        for seq, body in self.scan(expected, last):
+        for seq, body in self._scan_db(expected, last) if rows is None else rows:
+            if seq > last:
+                break
             if seq != expected:
                 raise self._refuse(f"event {expected} is missing")
             leaf = leaf_hash(body)
@@ -572,8 +680,9 @@ class PostgresStore:
         self._grouped = True
         start = self._verified
         try:
-            with self._conn.transaction():
+            with self._conn.pipeline(), self._conn.transaction():
                 yield
+                self._settle()
         except psycopg.Error as e:
             self._head = None  # what this store wrote last may not have been committed
             self._verified = start
@@ -583,6 +692,8 @@ class PostgresStore:
             raise
         finally:
             self._grouped = False
+            self._locked, self._pending, self._recent = None, [], []
+            self._queued, self._queued_blobs = [], {}
             self._flush_alarm()
 
     @staticmethod
@@ -591,14 +702,18 @@ class PostgresStore:
         return list(blobs.values()), list(blobs)
 
     @staticmethod
-    def _append_params(batch: Batch, events: Sequence[NewEvent], note: str | None = None
-                       ) -> tuple[Any, ...]:
-        """The arguments of ``ledger_append`` for ``batch``; ``note`` is its signed head."""
-        h, cp = batch.head, batch.checkpoint
+    def _append_params(batches: Sequence[tuple[Batch, Sequence[NewEvent]]],
+                       note: str | None = None) -> tuple[Any, ...]:
+        """The arguments of ``ledger_append`` for consecutive ``batches`` (each sealed after
+        the one before; only the last may carry a checkpoint); ``note`` is the signed head
+        of the last."""
+        h, cp = batches[-1][0].head, batches[-1][0].checkpoint
+        sealed = [e for batch, _ in batches for e in batch.events]
+        new = [n for _, events in batches for n in events]
         return (
-            [e.seq for e in batch.events], [e.leaf for e in batch.events],
-            [n.kind for n in events], [n.attempt for n in events],
-            [e.body for e in batch.events],
+            [e.seq for e in sealed], [e.leaf for e in sealed],
+            [n.kind for n in new], [n.attempt for n in new],
+            [e.body for e in sealed],
             h.size, h.last_leaf, _pack(h.peaks), h.last_checkpoint_size,
             h.last_checkpoint_time, cp[0] if cp else None, cp[1] if cp else None, note,
         )
@@ -614,6 +729,7 @@ class PostgresStore:
 
     # -- reading ----------------------------------------------------------------------
     def _rows(self, query: str, params: Sequence[Any], what: str) -> list[tuple[Any, ...]]:
+        self._flush()  # in a group, the database answers after the appends queued before
         try:
             return self._conn.cursor(binary=True).execute(self._q[query], params).fetchall()
         except psycopg.Error as e:
@@ -624,11 +740,27 @@ class PostgresStore:
         return rows[0][0] if rows else None
 
     def size(self) -> int:
+        if self._locked is not None and self._head is not None:
+            return self._head.size  # nobody else can append while the group holds the lock
         return int(self._value("size", (), "reading the size"))
 
     def scan(self, start: int = 1, end: int | None = None) -> Iterator[tuple[int, bytes]]:
         """(seq, body) in order, from ``start`` up to ``end`` inclusive (by default the size at
-        the call: the rows up to it never change, so the pages form one consistent view)."""
+        the call: the rows up to it never change, so the pages form one consistent view).
+
+        Inside a group this takes the append lock first (:meth:`_lock`), so the log cannot
+        grow but by this store's own appends until the group ends, and serves the rows it
+        knows exactly (``_recent``) without a round trip."""
+        if self._grouped:
+            self._lock()
+            recent = self._recent
+            if recent and recent[0][0] <= start:
+                stop = recent[-1][0] if end is None else end
+                yield from recent[start - recent[0][0] : max(stop - recent[0][0] + 1, 0)]
+                return
+        yield from self._scan_db(start, end)
+
+    def _scan_db(self, start: int, end: int | None) -> Iterator[tuple[int, bytes]]:
         last = self.size() if end is None else end
         nxt = start
         while nxt <= last:
