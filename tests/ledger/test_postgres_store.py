@@ -399,7 +399,7 @@ def _call(conn: psycopg.Connection[Any], schema: str, params: list[Any]) -> None
 def _sealed(head: Head, events: list[NewEvent], policy: CheckpointPolicy | None = None
             ) -> list[Any]:
     batch = Sequencer(policy).seal(head, events)
-    return list(PostgresStore._append_params(batch, events))
+    return list(PostgresStore._append_params([(batch, events)]))
 
 
 def _broken(case: str, head: Head) -> list[Any]:
@@ -489,8 +489,8 @@ def test_a_refusal_reaches_the_caller_as_an_integrity_error(
     store.append(make_events(1))
     real = PostgresStore._append_params
 
-    def corrupt(batch: Any, events: Any, note: Any = None) -> tuple[Any, ...]:
-        params = list(real(batch, events, note))
+    def corrupt(batches: Any, note: Any = None) -> tuple[Any, ...]:
+        params = list(real(batches, note))
         params[1] = [bytes(32)] * len(params[1])
         return tuple(params)
 
