@@ -54,7 +54,8 @@ def local_ray_head(cpus: int = 2, harness_slots: int = 2) -> Iterator[str]:
     finally:
         os.killpg(head.pid, signal.SIGTERM)
         try:
-            head.wait(timeout=30)
+            # `ray start --block` often ignores SIGTERM for good: do not wait long for it.
+            head.wait(timeout=5)
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
             head.wait(timeout=30)

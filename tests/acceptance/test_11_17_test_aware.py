@@ -75,7 +75,8 @@ def test_11_17_a_candidate_that_treats_tests_differently_gets_nothing(
 def test_11_17_the_honest_reference_is_not_taken_for_test_aware(
         triz_eval: Run, tmp_path: Path) -> None:
     answer = _run(triz_eval, tmp_path, "reference")
-    assert answer["signal"] == "2"
+    assert answer["signal"] == "2", (answer["status"], answer["reasons"],
+                                     [f for f in answer["findings"] if f["state"] != "passed"])
     assert _test_aware(answer) == {"id": "test_aware_behaviour", "state": "passed",
                                    "details": []}
     assert len(_replayed(answer)) >= 8  # it was compared, not left out

@@ -1,12 +1,12 @@
-"""Helpers shared by the attempt tests of issue 10: the installed ``triz-eval`` in a
-subprocess on a real SQLite ledger, and inputs whose every evidence digest is a stored blob."""
+"""Helpers shared by the attempt tests of issue 10: ``triz-eval`` (run in process, see
+``tests/_inprocess.py``) on a real SQLite ledger, and inputs whose every evidence digest is a
+stored blob."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,8 @@ from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
 from triz_ri_smart_ai_evaluator.ledger.store import LedgerStore
 from triz_ri_smart_ai_evaluator.signal import AttemptInputs
 
-TRIZ_EVAL = Path(sys.executable).parent / "triz-eval"
+from .._inprocess import run_cli
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "signal"
 EVIDENCE = EXAMPLES / "evidence"
@@ -34,8 +35,7 @@ class Home:
                 "TRIZ_EVAL_KEYS": str(self.root / "keys"), "COLUMNS": "200"}
 
     def run(self, *args: str | Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([str(TRIZ_EVAL), *map(str, args)], capture_output=True,
-                              text=True, env=self.env, cwd=self.root, timeout=120, check=False)
+        proc = run_cli(*args, env=self.env, cwd=self.root)
         if ok:
             assert proc.returncode == 0, (proc.stdout, proc.stderr)
         return proc

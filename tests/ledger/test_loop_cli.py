@@ -1,4 +1,5 @@
-"""``triz-eval loop``: the owner's mode decisions through the installed command (issue 15)."""
+"""``triz-eval loop``: the owner's mode decisions through the command line, run in process
+(issue 15)."""
 
 from __future__ import annotations
 

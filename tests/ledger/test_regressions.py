@@ -14,8 +14,9 @@ import pytest
 from triz_ri_smart_ai_evaluator.canonical import canonical_json
 from triz_ri_smart_ai_evaluator.errors import InputError, IntegrityError
 from triz_ri_smart_ai_evaluator.evaluation import attempts
+from triz_ri_smart_ai_evaluator.ledger import events
 from triz_ri_smart_ai_evaluator.ledger.checkpoint import Checkpoint, generate_signer, sign_note
-from triz_ri_smart_ai_evaluator.ledger.events import EventKind, NewEvent
+from triz_ri_smart_ai_evaluator.ledger.events import Event, EventKind, NewEvent, parse_body, seal
 from triz_ri_smart_ai_evaluator.ledger.log import (
     check_ledger,
     create_log_key,
@@ -253,3 +254,29 @@ def test_a_forged_checkpoint_with_another_root_at_the_same_size_is_detected(worl
                  (sign_note(Checkpoint(signer.name, 8, fake_root).to_body(), stranger),))
     conn.close()
     assert not world.verify().ok
+
+
+def test_an_events_kind_is_read_once_and_a_bad_body_never_gives_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16: ``Event.kind`` is kept after the first read (the service's ledger thread read
+    each body's kind several times per submission).  Only a body that parses and checks is
+    kept: a non-canonical one raises on every read, and the fields stay a fresh copy."""
+    parsed: list[int] = []
+
+    def counting(body: bytes, *, seq: int) -> dict[str, object]:
+        parsed.append(seq)
+        return parse_body(body, seq=seq)
+
+    monkeypatch.setattr(events, "parse_body", counting)
+    good = seal(_event(1), seq=1, prev="0" * 64)
+    assert [good.kind for _ in range(3)] == [EventKind.COMMENT_ADDED.value] * 3
+    assert parsed == [1]
+    good.fields["kind"] = "escrow.released"  # a caller's copy, not the event's
+    assert good.kind == EventKind.COMMENT_ADDED.value
+    assert good.fields["kind"] == EventKind.COMMENT_ADDED.value
+    assert good == Event(good.seq, good.body, good.leaf)  # the kept kind is not compared
+    bad_body = good.body.replace(b'{"actor"', b'{ "actor"', 1)  # valid JSON, not canonical
+    bad = Event(good.seq, bad_body, leaf_hash(bad_body))
+    for _ in range(2):
+        with pytest.raises(IntegrityError, match="not in canonical form"):
+            _ = bad.kind

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -190,15 +190,23 @@ class Event:
     seq: int
     body: bytes
     leaf: bytes
+    #: The kind, once read: a str cannot be changed by a caller, and the body is immutable
+    #: (readers ask for the kind of the same event many times; each ``fields`` re-parses and
+    #: re-checks the body).
+    _kind: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def fields(self) -> dict[str, Any]:
-        """The parsed body.  Raises IntegrityError if the stored bytes are not valid JSON."""
+        """The parsed body, a fresh dict on every call.  Raises IntegrityError if the stored
+        bytes are not a canonical event body."""
         return parse_body(self.body, seq=self.seq)
 
     @property
     def kind(self) -> str:
-        return str(self.fields["kind"])
+        if self._kind is None:
+            object.__setattr__(self, "_kind", str(self.fields["kind"]))
+        assert self._kind is not None
+        return self._kind
 
     @property
     def data(self) -> dict[str, Any]:

@@ -1,0 +1,82 @@
+"""``triz-eval`` run in this process, for helpers that are not fixtures.
+
+Starting the installed script costs an interpreter and the package's imports (0.5 s alone, a
+few seconds on a loaded CI machine) per call; the CLI tests make hundreds of calls.  This runs
+the console script's entry function (``cli.main``) instead, as ``tests/conftest.py``'s
+``triz_eval`` fixture does, with the environment, working directory and ``sys.argv`` of the run
+set for its duration and restored afterwards, and its output captured.  It returns a
+``subprocess.CompletedProcess`` so callers written for ``subprocess.run`` keep working.
+
+What depends on being a separate process (the exit code of the real script, a traceback that
+must not reach the user, signals) keeps a real subprocess test next to these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import subprocess
+import sys
+import threading
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+#: What a plain interpreter does not print (its default warning filters).
+_SILENT_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+#: One run at a time: runs share the environment, the working directory and the streams.
+_ONE_AT_A_TIME = threading.Lock()
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str] | None, cwd: Path | str | None) -> Iterator[None]:
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_argv = sys.argv
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def run_cli(*args: object, env: Mapping[str, str] | None = None,
+            cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+    """``triz-eval ARGS`` in this process: exit code, stdout and stderr, as ``subprocess.run``
+    with ``capture_output=True, text=True`` would give them."""
+    from triz_ri_smart_ai_evaluator.cli import main
+
+    argv = ["triz-eval", *map(str, args)]
+    out, err = io.StringIO(), io.StringIO()
+    code: object = 0
+    with _ONE_AT_A_TIME, _environment(env, cwd), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        sys.argv = argv
+        handler = logging.StreamHandler(err)  # warnings and errors the CLI logs reach stderr
+        handler.setLevel(logging.WARNING)
+        logging.getLogger().addHandler(handler)
+        try:
+            main()
+        except SystemExit as e:
+            code = e.code
+        finally:
+            logging.getLogger().removeHandler(handler)
+        for w in caught:
+            if not issubclass(w.category, _SILENT_WARNINGS):
+                err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno))
+    if isinstance(code, str):  # sys.exit("text"): the interpreter prints it, exit 1
+        err.write(code + "\n")
+        code = 1
+    assert code is None or isinstance(code, int), code
+    return subprocess.CompletedProcess(argv, code or 0, out.getvalue(), err.getvalue())
