@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import CliResult
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.examples import bundled_candidates
 
@@ -75,8 +77,11 @@ def test_11_17_a_candidate_that_treats_tests_differently_gets_nothing(
 def test_11_17_the_honest_reference_is_not_taken_for_test_aware(
         triz_eval: Run, tmp_path: Path) -> None:
     answer = _run(triz_eval, tmp_path, "reference")
-    assert answer["signal"] == "2", (answer["status"], answer["reasons"],
-                                     [f for f in answer["findings"] if f["state"] != "passed"])
+    if answer["signal"] != "2":  # say why: the bundle's summary and the findings not passed
+        summary = json.loads((Path(answer["bundle"]) / "summary.json").read_text("utf-8"))
+        shown = {k: summary.get(k) for k in ("status", "reasons", "aborted", "metrics", "phases")}
+        pytest.fail(f"the honest reference got S = {answer['signal']}: {shown} "
+                    f"{[f for f in answer['findings'] if f['state'] != 'passed']}")
     assert _test_aware(answer) == {"id": "test_aware_behaviour", "state": "passed",
                                    "details": []}
     assert len(_replayed(answer)) >= 8  # it was compared, not left out

@@ -4,6 +4,7 @@ what it must, the owner's view shows the breakdown, and credentials are checked.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,16 @@ def wait_for_outcome(service: Service, attempt: str, timeout: float = 120) -> di
     raise AssertionError(f"attempt {attempt} has no outcome after {timeout} s")
 
 
+def _why(folder: Path) -> list[object]:
+    """What the run bundles say, for a failure message: status, reasons, abort, phases."""
+    found: list[object] = []
+    for summary in sorted(folder.glob("**/summary.json")):
+        doc = json.loads(summary.read_text("utf-8"))
+        found.append({k: doc.get(k) for k in ("status", "signal", "reasons", "aborted",
+                                              "metrics", "phases")})
+    return found
+
+
 def test_pilot_submission_runs_in_the_worker_pool(with_workers: Service) -> None:
     if not probe_isolation().available:
         pytest.fail("this test needs the sandbox (run as root with bwrap and nft)")
@@ -49,7 +60,7 @@ def test_pilot_submission_runs_in_the_worker_pool(with_workers: Service) -> None
     assert answered < 5, "the harness must not run in the request handler"
     status = wait_for_outcome(with_workers, attempt)
     assert status["status"] == "completed"
-    assert status["final_signal"] == "2"
+    assert status["final_signal"] == "2", _why(with_workers.folder)
     # The policy's view carries no control data, expected answers or schedule.
     text = str(status)
     for hidden in ("control", "expected", "schedule", "scenario", "plan"):
