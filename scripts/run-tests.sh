@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Quick start, command 2: the whole test suite, with the linters that guard it.
 #
-# With no arguments the suite runs as two pytest processes side by side: the tests that start
-# sandboxes (bubblewrap, network namespaces, gunicorn inside them) in one, everything else in
-# the other. The sandbox tests spend most of their time waiting on sockets and processes, so the
-# two share this machine's cores well; the sandbox tests stay in one process because some of
-# them check that no sandbox is left behind. Any arguments (a path, -m "not slow", -k ...) run
+# With no arguments the suite runs as three pytest processes side by side: the tests that start
+# sandboxes (bubblewrap, network namespaces, gunicorn inside them) in one, tests/ledger with the
+# verifier, audit and rules tests in another, everything else in the third (the last two at
+# nice 10, see below). The sandbox tests stay in one process because some of them check that no
+# sandbox is left behind. Any arguments (a path, -m "not slow", -k ...) run
 # one plain pytest with them instead.
 #
 # --fast (first argument) is the developers' inner loop: the linters, then every test that is
@@ -24,7 +24,9 @@ else
     bash scripts/ensure-postgres.sh
 fi
 .venv/bin/ruff check .
-.venv/bin/mypy
+if [ "$fast" -eq 1 ] || [ "$#" -gt 0 ]; then
+    .venv/bin/mypy
+fi
 # The layers of the design (docs/architecture.md), as contracts on the import graph.
 .venv/bin/lint-imports --no-cache --no-logo .importlinter
 
@@ -88,14 +90,29 @@ fi
 
 log="$(mktemp -t triz-sandboxed-tests.XXXXXX)"
 ledger_log="$(mktemp -t triz-ledger-tests.XXXXXX)"
+mypy_log="$(mktemp -t triz-mypy.XXXXXX)"
 sandboxed_pid=""
 ledger_pid=""
-# Interrupted: stop the tests we started (by their PID) rather than leave them running.
-trap 'for pid in $sandboxed_pid $ledger_pid; do kill "$pid" 2>/dev/null || true; done
-      rm -f "$log" "$ledger_log"' EXIT
+mypy_pid=""
+# Interrupted: stop what we started (by its PID) rather than leave it running.
+trap 'for pid in $sandboxed_pid $ledger_pid $mypy_pid; do kill "$pid" 2>/dev/null || true; done
+      rm -f "$log" "$ledger_log" "$mypy_log"' EXIT
+# mypy (about a minute from a cold cache) checks beside the tests; its verdict counts the same.
+nice -n 10 .venv/bin/mypy >"$mypy_log" 2>&1 &
+mypy_pid=$!
+# The files of tests/pilot that open no sandbox (pure scoring, the control set, the contract,
+# the receiver on loopback) run with the ledger part: the sandbox part is the longest.
+PILOT_PURE=(tests/pilot/test_score_logs.py tests/pilot/test_control_set.py
+            tests/pilot/test_blind_spots.py tests/pilot/test_candidate_patches.py
+            tests/pilot/test_contract.py tests/pilot/test_receiver.py)
+pure_ignores=()
+for path in "${PILOT_PURE[@]}"; do
+    pure_ignores+=("--ignore=$path")
+done
 echo "run-tests: three parts side by side (the sandbox tests; tests/ledger and the checkers;" \
      "the rest); the reports of the first two follow the third" >&2
-.venv/bin/python -m pytest -q -p no:cacheprovider "${SANDBOXED[@]}" >"$log" 2>&1 &
+.venv/bin/python -m pytest -q -p no:cacheprovider "${pure_ignores[@]}" "${SANDBOXED[@]}" \
+    >"$log" 2>&1 &
 sandboxed_pid=$!
 # The other two parts yield the CPU to the sandbox tests (nice 10): together the three want
 # more than this machine's 2 cores, and the sandbox tests run real candidates against clocks
@@ -104,7 +121,7 @@ sandboxed_pid=$!
 # end, the two of them keep both cores busy.
 LEDGER_PART=(tests/ledger tests/verifier tests/audit tests/rules)
 nice -n 10 .venv/bin/python -m pytest -q -p no:cacheprovider "${LEDGER_PART[@]}" \
-    >"$ledger_log" 2>&1 &
+    "${PILOT_PURE[@]}" >"$ledger_log" 2>&1 &
 ledger_pid=$!
 ignores=()
 for path in "${SANDBOXED[@]}" "${LEDGER_PART[@]}"; do
@@ -118,8 +135,14 @@ ledger_pid=""
 sandboxed=0
 wait "$sandboxed_pid" || sandboxed=$?
 sandboxed_pid=""
+checked=0
+wait "$mypy_pid" || checked=$?
+mypy_pid=""
 echo
-echo "run-tests: tests/ledger and the checkers (${LEDGER_PART[*]}):"
+echo "run-tests: mypy:"
+cat "$mypy_log"
+echo
+echo "run-tests: tests/ledger and the checkers (${LEDGER_PART[*]} ${PILOT_PURE[*]}):"
 cat "$ledger_log"
 echo
 echo "run-tests: the sandbox tests (${SANDBOXED[*]}):"
@@ -130,9 +153,9 @@ for pair in "rest:$rest" "ledger:$ledger" "sandboxed:$sandboxed"; do
         exit 1
     fi
 done
-if [ "$rest" -ne 0 ] || [ "$ledger" -ne 0 ] || [ "$sandboxed" -ne 0 ]; then
+if [ "$rest" -ne 0 ] || [ "$ledger" -ne 0 ] || [ "$sandboxed" -ne 0 ] || [ "$checked" -ne 0 ]; then
     echo "run-tests: FAILED (the rest: exit $rest; tests/ledger and the checkers: exit $ledger;" \
-         "the sandbox tests: exit $sandboxed)" >&2
+         "the sandbox tests: exit $sandboxed; mypy: exit $checked)" >&2
     exit 1
 fi
-echo "run-tests: all three parts passed"
+echo "run-tests: all three parts and mypy passed"
