@@ -23,6 +23,7 @@ import threading
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TextIO
 
 #: What a plain interpreter does not print (its default warning filters).
 _SILENT_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
@@ -50,21 +51,18 @@ def _environment(env: Mapping[str, str] | None, cwd: Path | str | None) -> Itera
         os.environ.update(saved_env)
 
 
-def run_cli(*args: object, env: Mapping[str, str] | None = None,
-            cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
-    """``triz-eval ARGS`` in this process: exit code, stdout and stderr, as ``subprocess.run``
-    with ``capture_output=True, text=True`` would give them."""
+def call_main(stderr: TextIO) -> int:
+    """Call ``cli.main()`` as the console script would: the exit code it ends with (``sys.exit``
+    text printed to ``stderr``, exit 1), and on ``stderr`` the warnings a plain interpreter
+    would print and the log records of warning level.  The caller sets argv, the environment
+    and the streams."""
     from triz_ri_smart_ai_evaluator.cli import main
 
-    argv = ["triz-eval", *map(str, args)]
-    out, err = io.StringIO(), io.StringIO()
     code: object = 0
-    with _ONE_AT_A_TIME, _environment(env, cwd), contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(err), warnings.catch_warnings(record=True) as caught:
+    handler = logging.StreamHandler(stderr)
+    handler.setLevel(logging.WARNING)
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        sys.argv = argv
-        handler = logging.StreamHandler(err)  # warnings and errors the CLI logs reach stderr
-        handler.setLevel(logging.WARNING)
         logging.getLogger().addHandler(handler)
         try:
             main()
@@ -72,11 +70,24 @@ def run_cli(*args: object, env: Mapping[str, str] | None = None,
             code = e.code
         finally:
             logging.getLogger().removeHandler(handler)
-        for w in caught:
-            if not issubclass(w.category, _SILENT_WARNINGS):
-                err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno))
+    for w in caught:
+        if not issubclass(w.category, _SILENT_WARNINGS):
+            stderr.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno))
     if isinstance(code, str):  # sys.exit("text"): the interpreter prints it, exit 1
-        err.write(code + "\n")
+        stderr.write(code + "\n")
         code = 1
     assert code is None or isinstance(code, int), code
-    return subprocess.CompletedProcess(argv, code or 0, out.getvalue(), err.getvalue())
+    return code or 0
+
+
+def run_cli(*args: object, env: Mapping[str, str] | None = None,
+            cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+    """``triz-eval ARGS`` in this process: exit code, stdout and stderr, as ``subprocess.run``
+    with ``capture_output=True, text=True`` would give them."""
+    argv = ["triz-eval", *map(str, args)]
+    out, err = io.StringIO(), io.StringIO()
+    with _ONE_AT_A_TIME, _environment(env, cwd), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        sys.argv = argv
+        code = call_main(err)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())

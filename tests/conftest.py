@@ -22,16 +22,16 @@ even where a test asks for more); CI runs everything with the default profile.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from ._inprocess import call_main
 
 _TESTS = Path(__file__).resolve().parent
 
@@ -135,10 +135,6 @@ class CliResult:
     stderr: str
 
 
-#: What a plain interpreter does not print (its default warning filters).
-_SILENT_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
-
-
 @pytest.fixture
 def triz_eval(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
               ) -> Callable[..., CliResult]:
@@ -152,8 +148,6 @@ def triz_eval(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatc
     warning level end up on stderr.  One run at a time: the runs share sys.argv, the working
     directory and the captured streams.  Keep a real subprocess test of the installed script
     for what depends on being a separate process."""
-    from triz_ri_smart_ai_evaluator.cli import main
-
     for name in list(os.environ):
         if name.startswith("TRIZ_EVAL_"):
             monkeypatch.delenv(name)
@@ -162,11 +156,7 @@ def triz_eval(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatc
     def run(*args: object, env: Mapping[str, str] | None = None,
             cwd: Path | None = None) -> CliResult:
         capsys.readouterr()  # what the test printed before is not the command's
-        handler = logging.StreamHandler()  # made now: writes to the captured sys.stderr
-        handler.setLevel(logging.WARNING)
-        code: object = 0
-        with monkeypatch.context() as patch, warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("default")
+        with monkeypatch.context() as patch:
             if env is not None:
                 for name in list(os.environ):
                     if name not in env:
@@ -176,21 +166,8 @@ def triz_eval(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatc
             if cwd is not None:
                 patch.chdir(cwd)
             patch.setattr(sys, "argv", ["triz-eval", *map(str, args)])
-            logging.getLogger().addHandler(handler)
-            try:
-                main()
-            except SystemExit as e:
-                code = e.code
-            finally:
-                logging.getLogger().removeHandler(handler)
-        shown = [w for w in caught if not issubclass(w.category, _SILENT_WARNINGS)]
-        for w in shown:
-            sys.stderr.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno))
-        if isinstance(code, str):  # sys.exit("text"): the interpreter prints it, exit 1
-            sys.stderr.write(code + "\n")
-            code = 1
+            code = call_main(sys.stderr)  # the captured sys.stderr
         captured = capsys.readouterr()
-        assert code is None or isinstance(code, int), code
-        return CliResult(code or 0, captured.out, captured.err)
+        return CliResult(code, captured.out, captured.err)
 
     return run
