@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -80,14 +80,21 @@ def call_main(stderr: TextIO) -> int:
     return code or 0
 
 
+def invoke(args: Sequence[object], env: Mapping[str, str] | None,
+           cwd: Path | str | None) -> int:
+    """``triz-eval ARGS`` on the current streams, with ``env`` (the whole environment, as for
+    ``subprocess.run``) and ``cwd`` set for the run and restored afterwards; its exit code."""
+    with _ONE_AT_A_TIME, _environment(env, cwd):
+        sys.argv = ["triz-eval", *map(str, args)]
+        return call_main(sys.stderr)
+
+
 def run_cli(*args: object, env: Mapping[str, str] | None = None,
             cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
     """``triz-eval ARGS`` in this process: exit code, stdout and stderr, as ``subprocess.run``
     with ``capture_output=True, text=True`` would give them."""
-    argv = ["triz-eval", *map(str, args)]
     out, err = io.StringIO(), io.StringIO()
-    with _ONE_AT_A_TIME, _environment(env, cwd), contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(err):
-        sys.argv = argv
-        code = call_main(err)
-    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = invoke(args, env, cwd)
+    return subprocess.CompletedProcess(["triz-eval", *map(str, args)], code, out.getvalue(),
+                                       err.getvalue())

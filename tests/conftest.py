@@ -23,7 +23,6 @@ even where a test asks for more); CI runs everything with the default profile.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from ._inprocess import call_main
+from ._inprocess import invoke
 
 _TESTS = Path(__file__).resolve().parent
 
@@ -156,17 +155,7 @@ def triz_eval(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatc
     def run(*args: object, env: Mapping[str, str] | None = None,
             cwd: Path | None = None) -> CliResult:
         capsys.readouterr()  # what the test printed before is not the command's
-        with monkeypatch.context() as patch:
-            if env is not None:
-                for name in list(os.environ):
-                    if name not in env:
-                        patch.delenv(name)
-                for name, value in env.items():
-                    patch.setenv(name, value)
-            if cwd is not None:
-                patch.chdir(cwd)
-            patch.setattr(sys, "argv", ["triz-eval", *map(str, args)])
-            code = call_main(sys.stderr)  # the captured sys.stderr
+        code = invoke(args, env, cwd)  # on the captured streams
         captured = capsys.readouterr()
         return CliResult(code, captured.out, captured.err)
 

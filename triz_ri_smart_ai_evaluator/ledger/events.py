@@ -203,10 +203,11 @@ class Event:
 
     @property
     def kind(self) -> str:
-        if self._kind is None:
-            object.__setattr__(self, "_kind", str(self.fields["kind"]))
-        assert self._kind is not None
-        return self._kind
+        kind = self._kind
+        if kind is None:
+            kind = str(self.fields["kind"])
+            object.__setattr__(self, "_kind", kind)
+        return kind
 
     @property
     def data(self) -> dict[str, Any]:
