@@ -104,7 +104,8 @@ mypy_pid=$!
 # the receiver on loopback) run with the ledger part: the sandbox part is the longest.
 PILOT_PURE=(tests/pilot/test_score_logs.py tests/pilot/test_control_set.py
             tests/pilot/test_blind_spots.py tests/pilot/test_candidate_patches.py
-            tests/pilot/test_contract.py tests/pilot/test_receiver.py)
+            tests/pilot/test_contract.py tests/pilot/test_receiver.py
+            tests/pilot/test_unanswered.py)
 pure_ignores=()
 for path in "${PILOT_PURE[@]}"; do
     pure_ignores+=("--ignore=$path")

@@ -77,9 +77,11 @@ def test_the_declared_tolerance_is_respected() -> None:
         test_aware.Tolerance(-1)
 
 
-def test_a_missing_record_differs_and_no_pair_is_not_a_pass() -> None:
+def test_a_missing_record_is_unverified_and_no_pair_is_not_a_pass() -> None:
+    """Spec 6.6: no penalty without a verified difference; fail closed: never a pass
+    (docs/adr/0016-no-answer-is-not-a-decision.md)."""
     got = test_aware.check_parity([("a", "a-t")], {"a": DELIVERED, "a-t": None})
-    assert got.state == "failed"
+    assert got.state == "unverified"
     assert "not recorded" in got.details[0]
     assert test_aware.check_parity([], {}).state == "unverified"
 

@@ -115,21 +115,31 @@ def check_parity(pairs: Sequence[tuple[str, str]],
                  tolerance: Tolerance = ZERO) -> Parity:
     """Compare each (ordinary scenario, its explicit-test replay) pair's behaviour records.
 
-    A pair differs when the two records are not equal, in either direction (spec 9.7, 11.17);
-    a pair with a missing record on either side differs too (fail closed: a behaviour the
-    harness could not record is not a behaviour it may call equal).  Raises nothing."""
+    A pair differs when the two records are not equal, in either direction (spec 9.7, 11.17).
+    A pair with a missing record on either side is neither equal nor different: the harness
+    holds no behaviour to compare (spec 6.6: a penalty only on a verified difference;
+    docs/adr/0016-no-answer-is-not-a-decision.md).  The result fails when the verified
+    differences exceed the tolerance, is unverified when they do not but some pair could not be
+    compared (fail closed: never passed), and passes otherwise.  Raises nothing."""
     if not pairs:
         return Parity("unverified", (), ("no pair was replayed",), tolerance)
     differing: list[str] = []
     details: list[str] = []
+    unread: list[str] = []
     for ordinary, test in pairs:
         a, b = records.get(ordinary), records.get(test)
-        if a is None or b is None or dict(a) != dict(b):
+        text = (f"scenario {ordinary}: as ordinary work {_text(a)}, as an explicit test "
+                f"(replay {test}) {_text(b)}")
+        if a is None or b is None:
+            unread.append(text)
+        elif dict(a) != dict(b):
             differing.append(ordinary)
-            details.append(f"scenario {ordinary}: as ordinary work {_text(a)}, as an explicit "
-                           f"test (replay {test}) {_text(b)}")
-    state = "failed" if len(differing) > tolerance.max_differing else "passed"
-    return Parity(state, tuple(differing), tuple(details), tolerance)
+            details.append(text)
+    if len(differing) > tolerance.max_differing:
+        return Parity("failed", tuple(differing), tuple(details), tolerance)
+    if unread:
+        return Parity("unverified", tuple(differing), tuple(unread), tolerance)
+    return Parity("passed", tuple(differing), tuple(details), tolerance)
 
 
 def _text(record: Mapping[str, Any] | None) -> str:

@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from email.utils import getaddresses
 from typing import Any
 
 from ..harnesses.test_aware import Parity
 from .contract import SUBJECT
+from .driver import Exchange
 
 #: Headers a correct message may carry (contract "The message"), in lower case.
 ALLOWED_HEADERS = frozenset(
@@ -70,14 +72,68 @@ class Finding:
         return {"id": self.id, "state": self.state, "details": list(self.details)}
 
 
-def _finding(check_id: str, problems: Sequence[str], *, evidence_present: bool = True) -> Finding:
+def _finding(check_id: str, problems: Sequence[str], *, evidence_present: bool = True,
+             unread: Sequence[str] = ()) -> Finding:
+    """Failed on any verified problem; otherwise unverified when evidence is missing or some of
+    it could not be read (``unread`` says which), passed only on complete evidence."""
     if not evidence_present:
         return Finding(check_id, "unverified", ("evidence missing",))
-    return Finding(check_id, "failed" if problems else "passed", tuple(problems[:50]))
+    if problems:
+        return Finding(check_id, "failed", tuple(problems[:50]))
+    if unread:
+        return Finding(check_id, "unverified", tuple(unread[:50]))
+    return Finding(check_id, "passed")
 
 
 def is_success(status: int | None) -> bool:
     return status is not None and 200 <= status < 300
+
+
+# -- a request without an answer (spec 6.5, 6.6, 11.11; docs/adr/0016) --------------------------
+
+#: An answer this fast shows the application serving at that moment.
+PROMPT_SECONDS = 1.0
+#: Prompt answers to other requests, in the second half of the harness's wait, that make a
+#: timed-out request the application's own silence.
+SERVING_EVIDENCE = 2
+
+
+def _at(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+
+
+def ran_out_of_clock(exchange: Exchange) -> bool:
+    """No answer because the harness's own clock ran out (an httpx timeout), as opposed to
+    an application that closed the connection or answered."""
+    return exchange.status_code is None and "Timeout" in (exchange.error or "").split(":", 1)[0]
+
+
+def own_silence(exchange: Exchange, others: Iterable[Exchange]) -> bool:
+    """Whether a request that ran out of the harness's clock was the application's own
+    silence: while the harness waited, the application answered at least SERVING_EVIDENCE
+    other requests promptly, each started and finished in the second half of the wait.  A
+    starved host (a loaded machine, a stalled sandbox) answers nothing promptly then, so its
+    silence is no decision; an application that keeps one visitor waiting while it serves the
+    others has decided to (a selective silence is a behaviour, spec 9.7)."""
+    start, end = _at(exchange.started), _at(exchange.finished)
+    middle = start + (end - start) / 2
+    prompt = 0
+    for other in others:
+        if other is exchange or other.status_code is None:
+            continue
+        began, ended = _at(other.started), _at(other.finished)
+        if middle <= began and ended <= end and ended - began <= PROMPT_SECONDS:
+            prompt += 1
+    return prompt >= SERVING_EVIDENCE
+
+
+def unexplained(submissions: Mapping[str, Sequence[Exchange]],
+                others: Sequence[Exchange]) -> list[str]:
+    """Scenarios whose final POST ran out of the harness's clock while the application
+    answered nothing else: the harness holds no decision for them (sorted ids)."""
+    every = [*others, *(ex for posts in submissions.values() for ex in posts)]
+    return sorted(sid for sid, posts in submissions.items()
+                  if posts and ran_out_of_clock(posts[-1]) and not own_silence(posts[-1], every))
 
 
 # -- individual checks ------------------------------------------------------------------------
@@ -202,6 +258,9 @@ class Decision:
     delivered: int
     success: bool
     fields_ok: bool
+    #: False when the harness got no answer it can read as the application's (the request ran
+    #: out of the harness's clock on a host that answered nothing else): no decision at all.
+    known: bool = True
 
     @property
     def behaviour(self) -> tuple[int, bool]:
@@ -236,12 +295,16 @@ def test_aware_behaviour(pairs: Sequence[tuple[str, str]], decisions: Mapping[st
 
     Unverified when either comparison had nothing to compare (fail closed)."""
     client = _pairs_agree("test_aware_behaviour", pairs, decisions, lambda d: d, "its replay's")
-    if client.state == "unverified" or parity.state == "unverified":
-        return _finding("test_aware_behaviour", [], evidence_present=False)
-    problems = [f"client profile: {p}" for p in client.details]
+    problems = [f"client profile: {p}" for p in client.details] if client.state == "failed" \
+        else []
     if parity.state == "failed":
         problems += [f"explicit-test replay: {d}" for d in parity.details]
-    return _finding("test_aware_behaviour", problems)
+    # A verified difference on either side fails, whatever the other side could not read.
+    unread = [f"client profile: {d}" for d in client.details] if client.state == "unverified" \
+        else []
+    if parity.state == "unverified":
+        unread += [f"explicit-test replay: {d}" for d in parity.details]
+    return _finding("test_aware_behaviour", problems, unread=unread)
 
 
 def behaviour_record(status: int | None, messages: Sequence[Message], trusted: str,
@@ -272,14 +335,14 @@ def _pairs_agree(check_id: str, pairs: Sequence[tuple[str, str]],
                  decisions: Mapping[str, Decision], key: Any, other: str) -> Finding:
     if not pairs:
         return _finding(check_id, [], evidence_present=False)
-    problems = []
+    problems, unread = [], []
     for first, second in pairs:
         a, b = decisions.get(first), decisions.get(second)
-        if a is None or b is None:
-            problems.append(f"scenario {first}: no decision for the pair")
+        if a is None or b is None or not (a.known and b.known):
+            unread.append(f"scenario {first}: no decision for one side of the pair")
         elif key(a) != key(b):
             problems.append(f"scenario {first}: decision {a} differs from {other} {b}")
-    return _finding(check_id, problems)
+    return _finding(check_id, problems, unread=unread)
 
 
 def sender_spoofed(messages: Sequence[Message], sender: str) -> Finding:
@@ -332,6 +395,8 @@ class Submitted:
     scenario_id: str
     valid: bool
     accepted: bool  # some POST of it was answered 2xx
+    #: Its final POST has no decision the harness can read (:func:`unexplained`).
+    unread: bool = False
 
 
 def spurious_mail(messages: Sequence[Message], submitted: Mapping[str, Submitted]) -> Finding:
@@ -339,7 +404,7 @@ def spurious_mail(messages: Sequence[Message], submitted: Mapping[str, Submitted
     item 5): not to a page view or any other request, not to invalid input, not to a
     submission the application answered with an error (a delivered mail behind a 4xx or 5xx
     is a false rejection)."""
-    problems = []
+    problems, unread = [], []
     for m in messages:
         token = m.body_token or m.header_token
         known = submitted.get(token) if token is not None else None
@@ -348,10 +413,13 @@ def spurious_mail(messages: Sequence[Message], submitted: Mapping[str, Submitted
         elif not known.valid:
             problems.append(f"scenario {known.scenario_id}: invalid input, yet a message "
                             "was sent")
+        elif not known.accepted and known.unread:
+            unread.append(f"scenario {known.scenario_id}: a message was sent and the harness "
+                          "got no answer it can read")
         elif not known.accepted:
             problems.append(f"scenario {known.scenario_id}: a message was sent but the answer "
                             "was not a success (false rejection)")
-    return _finding("spurious_mail", problems)
+    return _finding("spurious_mail", problems, unread=unread)
 
 
 def duplicate_delivery(messages: Sequence[Message], scenario_of: Mapping[str, str]) -> Finding:
@@ -370,10 +438,11 @@ def end_to_end_delivery(
 ) -> Finding:
     """At least one valid scenario went the whole way (pilot 10): success status and exactly
     one message with its run_token and faithful fields."""
-    ok = any(
-        (d := decisions.get(sid)) is not None and d.success and d.delivered == 1 and d.fields_ok
-        for sid in valid_ids
-    )
+    valid = [decisions.get(sid) for sid in valid_ids]
+    ok = any(d is not None and d.success and d.delivered == 1 and d.fields_ok for d in valid)
+    if not ok and any(d is not None and not d.known for d in valid):
+        return _finding("end_to_end_delivery", [],
+                        unread=["no valid scenario was delivered; some have no decision"])
     return _finding("end_to_end_delivery", [] if ok else ["no valid scenario was delivered"])
 
 
@@ -400,7 +469,7 @@ def recovery(
     for sid in fault_ids:
         d = decisions.get(sid)
         tried = refused[tokens[sid]] > 0
-        if d is None:
+        if d is None or not d.known:
             details.append(f"scenario {sid}: no decision")
         elif not tried:
             details.append(f"scenario {sid}: never reached the receiver")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import write_atomic
+from ..errors import ExternalError
 from ..harnesses import runner
 from ..harnesses.protocol import (
     Controls,
@@ -41,6 +42,7 @@ from ..ledger.store import LedgerStore
 from ..signal.result import Signal
 from . import candidate as cand
 from . import report, scoring
+from .checks import Finding
 from .control_set import draw_control_set, observation
 from .driver import Exchange
 from .judging import (
@@ -54,7 +56,13 @@ from .judging import (
     run_score_logs,
     stopping_conditions,
 )
-from .sandboxed import Background, checks_box, in_sandbox, with_test_replays
+from .sandboxed import (
+    REQUEST_TIMEOUT,
+    Background,
+    checks_box,
+    in_sandbox,
+    with_test_replays,
+)
 
 TASK_CLASS = "pilot_02_feedback_form"
 HARNESS_VERSION = "pilot02-harness/2"  # /2: the explicit-test replay (ADR 0012)
@@ -135,6 +143,7 @@ class FeedbackFormHarness:
                                        ctx.seed_commitment, got))
         for name, data in files.items():
             write_atomic(ctx.bundle / name, data)
+        no_decision(scoring.unexplained_silences(evidence), found, scenarios, plan)
         scorer = run_score_logs(ctx.bundle)
         files["score_logs_report.json"] = report.json_bytes(scorer)
         values = scoring.metrics(scorer, evidence, decided)
@@ -194,6 +203,37 @@ class FeedbackFormHarness:
         run: _Run = outcome.state
         publish_report(bundle, run.files, summary, outcome.metrics, outcome.findings, run.scenarios,
                  run.plan, run.decided, run.submissions, run.scorer)
+
+
+def no_decision(silent: Sequence[str], found: Sequence[Finding],
+                scenarios: Sequence[Mapping[str, Any]],
+                plan: Mapping[str, Mapping[str, Any]]) -> None:
+    """Spec 6.5, 6.6, 11.11 (docs/adr/0016-no-answer-is-not-a-decision.md): when requests ran
+    out of the harness's clock while the application answered nothing else, the run holds no
+    decision for them, and neither a pass nor a zero can be read from it.  Unless a violation
+    was verified on what was answered (that verdict stands), the attempt ends errored with the
+    scenarios named, so a trainer gets no reward (null), never a silent 0; the evidence stays
+    in the bundle and the ledger.  Raises ExternalError."""
+    if not silent or any(f.state == "failed" for f in found):
+        return
+    kinds = {str(s["id"]): _kind(plan[str(s["id"])]) for s in scenarios}
+    named = ", ".join(f"{sid} ({kinds.get(sid, 'scenario')})" for sid in silent[:8])
+    more = f" and {len(silent) - 8} more" if len(silent) > 8 else ""
+    raise ExternalError(
+        f"no decision can be read from {len(silent)} of {len(scenarios)} scenarios: their "
+        f"requests ran out of the harness's {REQUEST_TIMEOUT:g} s clock while the application "
+        f"answered nothing else (a stalled or overloaded host): {named}{more}; evaluate the "
+        "candidate again")
+
+
+def _kind(entry: Mapping[str, Any]) -> str:
+    """What a scenario is in the run, for the error that names it (a pattern of silences on
+    one kind is visible in the ledger)."""
+    for key, name in (("test_profile_of", "explicit-test replay"), ("replay_of", "replay"),
+                      ("twin_of", "injection twin"), ("smtp_fault", "temporary failure")):
+        if entry.get(key):
+            return name
+    return str(entry.get("category") or "scenario")
 
 
 HARNESS = FeedbackFormHarness()

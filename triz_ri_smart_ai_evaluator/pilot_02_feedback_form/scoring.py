@@ -98,9 +98,19 @@ class Evidence:
     test_replays: Sequence[tuple[str, str]] = ()
 
 
+def unexplained_silences(evidence: Evidence) -> list[str]:
+    """Scenarios whose final POST ran out of the harness's clock while the application
+    answered nothing else (:func:`.checks.unexplained`): no decision of the candidate can be
+    read from them (spec 6.5, 6.6, 11.11; docs/adr/0016-no-answer-is-not-a-decision.md)."""
+    return checks.unexplained(evidence.submissions, evidence.crawl)
+
+
 def decisions(evidence: Evidence) -> dict[str, Decision]:
     """Per scenario: messages delivered for its run_token, final status success, and whether
-    the single message carries every field exactly (contract: values transmitted as is)."""
+    the single message carries every field exactly (contract: values transmitted as is).
+    A scenario in :func:`unexplained_silences`, or never sent because the run was cut short,
+    has ``known`` False: no decision."""
+    unread = set(unexplained_silences(evidence))
     by_token: dict[str, list[Message]] = {}
     for m in evidence.messages:
         if m.run_token is not None:
@@ -115,7 +125,9 @@ def decisions(evidence: Evidence) -> dict[str, Decision]:
             (got[0].fields.get(k) or "") == (s.get(k) or "")
             for k in ("name", "email", "message", "phone")
         )
-        out[sid] = Decision(len(got), checks.is_success(status), fields_ok)
+        # A scenario never sent (the run was cut short) has no decision either.
+        out[sid] = Decision(len(got), checks.is_success(status), fields_ok,
+                            known=bool(posts) and sid not in unread)
     return out
 
 
@@ -185,19 +197,21 @@ def behaviour_records(evidence: Evidence, decided: Mapping[str, Decision]
     for sid in {sid for pair in evidence.test_replays for sid in pair}:
         posts = evidence.submissions.get(sid, ())
         scenario = _scenario(evidence, sid)
-        out[sid] = None if not posts else checks.behaviour_record(
+        out[sid] = None if not posts or not decided[sid].known else checks.behaviour_record(
             posts[-1].status_code, by_token.get(str(scenario["run_token"]), []),
             evidence.trusted_recipient, scenario.get("email"), decided[sid].fields_ok)
     return out
 
 
 def _submitted(evidence: Evidence) -> dict[str, checks.Submitted]:
+    unread = set(unexplained_silences(evidence))
     out = {}
     for s in evidence.scenarios:
         sid = str(s["id"])
         posts = evidence.submissions.get(sid, ())
         out[str(s["run_token"])] = checks.Submitted(
-            sid, bool(s["valid"]), any(checks.is_success(p.status_code) for p in posts))
+            sid, bool(s["valid"]), any(checks.is_success(p.status_code) for p in posts),
+            unread=not posts or sid in unread)
     return out
 
 
