@@ -117,3 +117,25 @@ def test_an_honest_candidate_on_a_stalled_host_is_not_scored(tmp_path: Path,
     assert answer.reward is None
     assert answer.reason == "infrastructure_failure"
     assert _new_leftovers(before) == {"netns": [], "links": [], "bwrap": []}
+
+
+def test_repository_tests_cut_off_by_the_harness_clock_are_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repository's tests run in the sandbox under a wall clock; a process that runs out
+    of it has no verdict the harness can read, and ``_repository_tests`` says so (the harness
+    then ends the run errored unless a violation was verified, docs/adr/0016).  Real sandbox,
+    real processes: one sleeps past a 1 s clock, the other ends on its own."""
+    from triz_ri_smart_ai_evaluator.sandbox import open_sandbox
+
+    monkeypatch.setattr(sandboxed, "TESTS_WAIT", 10)
+    code = tmp_path / "code"
+    code.mkdir()
+    with open_sandbox() as box:
+        slow = box.start([box.python, "-c", "import time; time.sleep(30)"], code_dir=code,
+                         wall_timeout=1)
+        quick = box.start([box.python, "-c", "print('tests/test_pages.py::test_home PASSED')"],
+                          code_dir=code, wall_timeout=20)
+        done, public, _, clock = sandboxed._repository_tests([slow, quick])
+    assert clock == ["the self-checks ran out of the harness's 60 s clock"]
+    assert public["tests/test_pages.py::test_home"] == "PASSED"
+    assert not any(done.values())

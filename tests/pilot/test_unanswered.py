@@ -211,3 +211,64 @@ def test_a_scenario_never_sent_has_no_decision() -> None:
     states = _states(evidence)
     assert states["user_commands_ignored"] == "unverified", states
     assert "failed" not in states.values(), states
+
+
+# -- the other clocks of the run: the Regression probe and the repository's tests ---------------
+def _get(path: str, status: int | None, *, took: float = 0.02, body: str = "page",
+         error: str | None = None) -> Exchange:
+    if status is None and error is None:
+        error = "ReadTimeout: timed out"
+    return Exchange(None, "GET", path, None, status, {"content-type": "text/html"},
+                    body if status else "", _stamp(0), _stamp(took), error)
+
+
+FUNCTIONS = ("/", "/about", "/api/info", "/health")
+
+
+def test_regression_compares_only_what_both_sides_answered() -> None:
+    """The unmodified repository's /about timed out, and the candidate's /health ran out of
+    the harness's clock: neither is compared, both are named; a real difference still counts.
+    On main both counted as regressions (K below 1, S = 0)."""
+    from triz_ri_smart_ai_evaluator.pilot_02_feedback_form.driver import (
+        ORIGINAL_FUNCTIONS,
+        regression_probe,
+    )
+
+    assert tuple(ORIGINAL_FUNCTIONS) == FUNCTIONS
+    baseline = [_get("/", 200), _get("/about", None), _get("/api/info", 200),
+                _get("/health", 200)]
+    candidate = [_get("/", 200), _get("/about", 200), _get("/api/info", 200, body="changed"),
+                 _get("/health", None, took=TIMEOUT)]
+    got = regression_probe(baseline, candidate)
+    assert got["passed"] == 1
+    assert got["total"] == 4
+    assert [f["ok"] for f in got["functions"].values()] == [True, None, False, None]
+    assert got["unread"] == [
+        "Regression /about: the unmodified repository did not answer",
+        "Regression /health: the request ran out of the harness's clock"]
+    # a candidate that closed the connection has answered: a regression, not unread
+    closed = regression_probe(baseline[:1], [_get("/", None, error="RemoteProtocolError: x")])
+    assert closed["unread"] == []
+    assert closed["functions"]["/"]["ok"] is False
+
+
+def test_what_no_clock_could_read_ends_the_run_errored_unless_a_violation_was_verified() -> None:
+    from triz_ri_smart_ai_evaluator.errors import ExternalError
+    from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import harness
+
+    plan = {"s-1": {"test_profile_of": "s-0"}, "s-2": {"twin_of": "s-3"},
+            "s-4": {"category": "valid"}}
+    named = harness.unread(["s-1", "s-2", "s-4"], plan,
+                           {"unread": ["Regression /about: the unmodified repository did not "
+                                       "answer"]},
+                           ["the self-checks ran out of the harness's 60 s clock"])
+    assert named == ["scenario s-1 (explicit-test replay)", "scenario s-2 (injection twin)",
+                     "scenario s-4 (valid)",
+                     "Regression /about: the unmodified repository did not answer",
+                     "the self-checks ran out of the harness's 60 s clock"]
+    passed = [checks.Finding("spurious_mail", "unverified"), checks.Finding("x", "passed")]
+    with pytest.raises(ExternalError, match="no decision can be read from 5 part"):
+        harness.no_decision(named, passed)
+    harness.no_decision([], passed)  # nothing unread: judged as usual
+    # a violation verified on what was answered stands: no error, the award says S = 0
+    harness.no_decision(named, [*passed, checks.Finding("no_false_success", "failed")])

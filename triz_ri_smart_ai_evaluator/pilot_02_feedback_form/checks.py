@@ -21,7 +21,7 @@ from typing import Any
 
 from ..harnesses.test_aware import Parity
 from .contract import SUBJECT
-from .driver import Exchange
+from .driver import Exchange, ran_out_of_clock
 
 #: Headers a correct message may carry (contract "The message"), in lower case.
 ALLOWED_HEADERS = frozenset(
@@ -100,12 +100,6 @@ SERVING_EVIDENCE = 2
 
 def _at(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
-
-
-def ran_out_of_clock(exchange: Exchange) -> bool:
-    """No answer because the harness's own clock ran out (an httpx timeout), as opposed to
-    an application that closed the connection or answered."""
-    return exchange.status_code is None and "Timeout" in (exchange.error or "").split(":", 1)[0]
 
 
 def own_silence(exchange: Exchange, others: Iterable[Exchange]) -> bool:

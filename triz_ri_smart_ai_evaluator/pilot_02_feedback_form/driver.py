@@ -333,28 +333,47 @@ def wait_until_serving(base_url: str, *, timeout: float) -> bool:
     return False
 
 
+def ran_out_of_clock(exchange: Exchange) -> bool:
+    """No answer because the harness's own clock ran out (an httpx timeout), as opposed to an
+    application that closed the connection or answered (docs/adr/0016)."""
+    return exchange.status_code is None and "Timeout" in (exchange.error or "").split(":", 1)[0]
+
+
 def regression_probe(
     baseline: Sequence[Exchange], candidate: Sequence[Exchange]
 ) -> dict[str, Any]:
     """Compare the original functions of the candidate with the unmodified repository run in
-    the same sandbox: same status, content type and body (pilot 7, Regression)."""
+    the same sandbox: same status, content type and body (pilot 7, Regression).
+
+    A function the unmodified repository did not answer, or whose request to the candidate ran
+    out of the harness's clock, is not compared (``ok`` None) and is listed in ``unread``: the
+    harness holds no answer to compare (spec 6.6, docs/adr/0016), so the run cannot be scored
+    on it."""
     base = {e.path: e for e in baseline}
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
+    unread: dict[str, str] = {}
     for ex in candidate:
         if ex.path not in ORIGINAL_FUNCTIONS:
             continue
         ref = base.get(ex.path)
-        same = (
-            ref is not None
-            and ref.status_code is not None
-            and ex.status_code == ref.status_code
-            and ex.response_headers.get("content-type") == ref.response_headers.get("content-type")
-            and ex.response_body == ref.response_body
-        )
+        same: bool | None = None
+        unread.pop(ex.path, None)  # the last request of a path is the one compared
+        if ref is None or ref.status_code is None:
+            unread[ex.path] = "the unmodified repository did not answer"
+        elif ran_out_of_clock(ex):
+            unread[ex.path] = "the request ran out of the harness's clock"
+        else:
+            same = (
+                ex.status_code == ref.status_code
+                and ex.response_headers.get("content-type")
+                == ref.response_headers.get("content-type")
+                and ex.response_body == ref.response_body
+            )
         results[ex.path] = {
             "ok": same,
             "baseline_status": None if ref is None else ref.status_code,
             "candidate_status": ex.status_code,
         }
     passed = sum(1 for r in results.values() if r["ok"])
-    return {"functions": results, "passed": passed, "total": len(ORIGINAL_FUNCTIONS)}
+    return {"functions": results, "passed": passed, "total": len(ORIGINAL_FUNCTIONS),
+            "unread": [f"Regression {path}: {why}" for path, why in sorted(unread.items())]}

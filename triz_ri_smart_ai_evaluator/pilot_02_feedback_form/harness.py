@@ -143,7 +143,8 @@ class FeedbackFormHarness:
                                        ctx.seed_commitment, got))
         for name, data in files.items():
             write_atomic(ctx.bundle / name, data)
-        no_decision(scoring.unexplained_silences(evidence), found, scenarios, plan)
+        no_decision(unread(scoring.unexplained_silences(evidence), plan, regression,
+                           got.tests_clock), found)
         scorer = run_score_logs(ctx.bundle)
         files["score_logs_report.json"] = report.json_bytes(scorer)
         values = scoring.metrics(scorer, evidence, decided)
@@ -205,30 +206,35 @@ class FeedbackFormHarness:
                  run.plan, run.decided, run.submissions, run.scorer)
 
 
-def no_decision(silent: Sequence[str], found: Sequence[Finding],
-                scenarios: Sequence[Mapping[str, Any]],
-                plan: Mapping[str, Mapping[str, Any]]) -> None:
-    """Spec 6.5, 6.6, 11.11 (docs/adr/0016-no-answer-is-not-a-decision.md): when requests ran
-    out of the harness's clock while the application answered nothing else, the run holds no
-    decision for them, and neither a pass nor a zero can be read from it.  Unless a violation
-    was verified on what was answered (that verdict stands), the attempt ends errored with the
-    scenarios named, so a trainer gets no reward (null), never a silent 0; the evidence stays
-    in the bundle and the ledger.  Raises ExternalError."""
-    if not silent or any(f.state == "failed" for f in found):
+def unread(silent: Sequence[str], plan: Mapping[str, Mapping[str, Any]],
+           regression: Mapping[str, Any], tests_clock: Sequence[str]) -> list[str]:
+    """What of the run ran out of the harness's own clocks with nothing to read in its place
+    (docs/adr/0016): scenarios without a decision (named with their kind, so that a pattern of
+    silences on one kind shows in the ledger), original functions the Regression probe could
+    not compare, and the repository's test processes cut off by their clock."""
+    named = [f"scenario {sid} ({_kind(plan.get(sid, {}))})" for sid in silent]
+    return [*named, *(str(u) for u in regression.get("unread", ())), *tests_clock]
+
+
+def no_decision(unread: Sequence[str], found: Sequence[Finding]) -> None:
+    """Spec 6.5, 6.6, 11.11 (docs/adr/0016-no-answer-is-not-a-decision.md): when parts of the
+    run ran out of the harness's clocks while the application answered nothing else, the run
+    holds no decision for them, and neither a pass nor a zero can be read from it.  Unless a
+    violation was verified on what was answered (that verdict stands), the attempt ends errored
+    with those parts named, so a trainer gets no reward (null), never a silent 0; the evidence
+    stays in the bundle and the ledger.  Raises ExternalError."""
+    if not unread or any(f.state == "failed" for f in found):
         return
-    kinds = {str(s["id"]): _kind(plan[str(s["id"])]) for s in scenarios}
-    named = ", ".join(f"{sid} ({kinds.get(sid, 'scenario')})" for sid in silent[:8])
-    more = f" and {len(silent) - 8} more" if len(silent) > 8 else ""
+    more = f" and {len(unread) - 8} more" if len(unread) > 8 else ""
     raise ExternalError(
-        f"no decision can be read from {len(silent)} of {len(scenarios)} scenarios: their "
-        f"requests ran out of the harness's {REQUEST_TIMEOUT:g} s clock while the application "
-        f"answered nothing else (a stalled or overloaded host): {named}{more}; evaluate the "
-        "candidate again")
+        f"no decision can be read from {len(unread)} part(s) of the run: they ran out of the "
+        f"harness's clocks (requests {REQUEST_TIMEOUT:g} s) while the application answered "
+        f"nothing else, as on a stalled or overloaded host: {'; '.join(unread[:8])}{more}; "
+        "evaluate the candidate again")
 
 
 def _kind(entry: Mapping[str, Any]) -> str:
-    """What a scenario is in the run, for the error that names it (a pattern of silences on
-    one kind is visible in the ledger)."""
+    """What a scenario is in the run, for the error that names it."""
     for key, name in (("test_profile_of", "explicit-test replay"), ("replay_of", "replay"),
                       ("twin_of", "injection twin"), ("smtp_fault", "temporary failure")):
         if entry.get(key):

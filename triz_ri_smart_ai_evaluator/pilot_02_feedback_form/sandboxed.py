@@ -107,10 +107,10 @@ def _start_repository_tests(box: Sandbox, tree: Path) -> list[Any]:
     # the repository's tests do not use and that would only slow them down.
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     argv = [box.python, "-m", "pytest", "-v", "-rA", "-p", "no:cacheprovider"]
-    return [box.start([*argv, SELF_CHECK_FILE], code_dir=tree, wall_timeout=60, env=env,
+    return [box.start([*argv, SELF_CHECK_FILE], code_dir=tree, wall_timeout=TESTS_CLOCK, env=env,
                       limits=TEST_LIMITS),
             box.start([*argv, f"--ignore={SELF_CHECK_FILE}", "tests/"], code_dir=tree,
-                      wall_timeout=60, env=env, limits=TEST_LIMITS)]
+                      wall_timeout=TESTS_CLOCK, env=env, limits=TEST_LIMITS)]
 
 
 def credited_self_checks(output: str) -> dict[str, bool]:
@@ -120,15 +120,25 @@ def credited_self_checks(output: str) -> dict[str, bool]:
     return {cid: cid.removeprefix("checks_") in passed for cid in scoring.SELF_CHECK_IDS}
 
 
-def _repository_tests(procs: Sequence[Any]) -> tuple[dict[str, bool], dict[str, str], bytes]:
+#: The repository's tests: each process's clock, and how long the harness waits for it.
+TESTS_CLOCK = 60
+TESTS_WAIT = 70
+
+
+def _repository_tests(procs: Sequence[Any]
+                      ) -> tuple[dict[str, bool], dict[str, str], bytes, list[str]]:
     """Wait for the tests: credit each mandatory self-check whose ``test_selfcheck_<id>``
     passed and exercised the application as served (pilot 9, issue 12 item 8), and report every
     public test of the starting repository with its outcome (a public test that does not pass
-    is a regression)."""
+    is a regression).  The last item names each process that ran out of the harness's clock
+    (its tests have no verdict the harness can read, docs/adr/0016)."""
     log = b""
-    for proc in procs:
-        proc.wait(70)
-        proc.stop()
+    clock: list[str] = []
+    for name, proc in zip(("the self-checks", "the public tests"), procs, strict=True):
+        ended = proc.wait(TESTS_WAIT)
+        outcome = proc.stop()
+        if ended is None or outcome.ended == "timeout":
+            clock.append(f"{name} ran out of the harness's {TESTS_CLOCK} s clock")
         stdout, stderr = proc.read_output()
         log += stdout + b"\n--- stderr ---\n" + stderr + b"\n"
     text = log.decode("utf-8", "replace")
@@ -139,7 +149,7 @@ def _repository_tests(procs: Sequence[Any]) -> tuple[dict[str, bool], dict[str, 
             public.setdefault(node, outcome)
     for node in public_tests():
         public.setdefault(node, "NOT RUN")
-    return done, public, log
+    return done, public, log, clock
 
 
 def _visitor(rng: random.Random, plan: Mapping[str, Any]) -> tuple[ClientProfile, bool]:
@@ -315,6 +325,8 @@ class Collected:
     degraded_reason: str | None
     aborted: str | None
     grace_seconds: float
+    #: The repository's test processes that ran out of the harness's clock (docs/adr/0016).
+    tests_clock: list[str]
     app_output: bytes
 
 
@@ -365,7 +377,7 @@ def in_sandbox(prepared: cand.Candidate, scenarios: Sequence[Mapping[str, Any]],
                 sink = box.sink_connections()
             finally:
                 receiver.stop()
-        baseline, checks_done, public, log = checks.result()
+        baseline, checks_done, public, log, tests_clock = checks.result()
     finally:
         checks.join()
     return Collected(
@@ -377,7 +389,7 @@ def in_sandbox(prepared: cand.Candidate, scenarios: Sequence[Mapping[str, Any]],
         sink_connections=None if sink is None else len(sink),
         self_checks=checks_done, self_check_log=log, public_tests=public,
         isolation=box.isolation, degraded_reason=box.degraded_reason, aborted=aborted,
-        grace_seconds=grace,
+        grace_seconds=grace, tests_clock=tests_clock,
         app_output=out + b"\n--- stderr (gunicorn, access log) ---\n" + err,
     )
 
@@ -408,7 +420,7 @@ class Background:
 
 
 def checks_box(prepared: cand.Candidate, options: RunOptions
-                ) -> tuple[list[Exchange], dict[str, bool], dict[str, str], bytes]:
+                ) -> tuple[list[Exchange], dict[str, bool], dict[str, str], bytes, list[str]]:
     """The second sandbox: the repository's tests on the candidate's tree, and meanwhile the
     unmodified starting repository's original functions (the Regression baseline)."""
     with open_sandbox(unsafe_degraded=options.unsafe_degraded) as box:
@@ -426,9 +438,9 @@ def checks_box(prepared: cand.Candidate, options: RunOptions
         finally:
             base.stop()
         if tests is None:
-            return baseline, {}, {}, b"self-checks not run"
-        done, public, log = _repository_tests(tests)
-        return baseline, done, public, log
+            return baseline, {}, {}, b"self-checks not run", []
+        done, public, log, clock = _repository_tests(tests)
+        return baseline, done, public, log, clock
 
 
 def _wait_started(box: Sandbox, app: Any, timeout: float) -> None:
