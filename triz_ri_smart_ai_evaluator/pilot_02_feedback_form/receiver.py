@@ -129,6 +129,8 @@ class _RecordingSMTP(SMTP):
         self.last_reply: str | None = None
         self.auth_attempt: tuple[str, str | None, bool] | None = None
         self.data_handled = False
+        #: The lines of a multi-line reply not yet written (see ``push``).
+        self._pending: list[bytes] = []
 
     def _create_session(self) -> Session:
         return _QuietSession(self.loop)
@@ -152,7 +154,16 @@ class _RecordingSMTP(SMTP):
         # AUTH challenges (334) carry no secret, but they are not a command's final reply.
         if not reply.startswith("334"):
             self.last_reply = utf8_text(reply)
-        await super().push(status)
+        line = status.encode("utf-8") if isinstance(status, str) else bytes(status)
+        # A multi-line reply (EHLO's "250-..." lines, then "250 ...") leaves in one write, as
+        # one segment: written line by line, it cost ~40 ms per connection over the sandbox's
+        # veth (a delayed ACK behind each small segment), 43 ms against 1 ms per EHLO.  The
+        # bytes on the wire are the same.
+        if len(reply) > 3 and reply[3] == "-":
+            self._pending.append(line)
+            return
+        pending, self._pending = self._pending, []
+        await super().push(b"\r\n".join([*pending, line]))
 
     async def check_auth_needed(self, caller_method: str) -> bool:
         # Every command that needs a session (MAIL, RCPT, DATA, VRFY, HELP) needs AUTH first.
