@@ -162,7 +162,8 @@ class _RecordingSMTP(SMTP):
         if len(reply) > 3 and reply[3] == "-":
             self._pending.append(line)
             return
-        pending, self._pending = self._pending, []
+        pending: list[bytes] = self._pending
+        self._pending = []
         await super().push(b"\r\n".join([*pending, line]))
 
     async def check_auth_needed(self, caller_method: str) -> bool:
