@@ -50,25 +50,8 @@ if [ ! -f "$stamp" ] || [ ! -x .venv/bin/triz-eval ]; then
     [ -x .venv/bin/python ] || "$python" -m venv .venv
     echo "setup: installing the project into .venv (first run takes a minute)" >&2
     .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1
-    # --no-compile: pip's own byte-compiling of all 1.4 GB (torch, ray, pyarrow...) was half of
-    # the install (134 s against 69 s here); a module is compiled when first imported instead.
-    # The exception is what runs inside the sandbox, where the venv is read-only and nothing
-    # imported there could keep its bytecode: that is compiled now.
-    .venv/bin/python -m pip install -q --no-compile --disable-pip-version-check -e ".[dev,trl,inspect,verifiers,ray]" >/dev/null 2>&1 ||
-        .venv/bin/python -m pip install --no-compile --disable-pip-version-check -e ".[dev,trl,inspect,verifiers,ray]"
-    .venv/bin/python - <<'PY'
-import compileall, importlib.util, pathlib
-# The candidates' application stack and the test runner their tests use in the sandbox.
-SANDBOXED = ("flask", "werkzeug", "jinja2", "markupsafe", "itsdangerous", "click", "blinker",
-             "gunicorn", "packaging", "pytest", "_pytest", "pluggy", "iniconfig")
-for name in SANDBOXED:
-    spec = importlib.util.find_spec(name)
-    if spec is not None and spec.origin:
-        origin = pathlib.Path(spec.origin)
-        target = origin.parent if origin.name == "__init__.py" else origin
-        _ = compileall.compile_dir(target, quiet=1, workers=0) if target.is_dir() \
-            else compileall.compile_file(target, quiet=1)
-PY
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev,trl,inspect,verifiers,ray]" >/dev/null 2>&1 ||
+        .venv/bin/python -m pip install --disable-pip-version-check -e ".[dev,trl,inspect,verifiers,ray]"
     rm -f .venv/.installed-*
     touch "$stamp"
 fi
