@@ -272,3 +272,41 @@ def test_what_no_clock_could_read_ends_the_run_errored_unless_a_violation_was_ve
     harness.no_decision([], passed)  # nothing unread: judged as usual
     # a violation verified on what was answered stands: no error, the award says S = 0
     harness.no_decision(named, [*passed, checks.Finding("no_false_success", "failed")])
+
+
+# -- the same rule over generated timings --------------------------------------------------------
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_slow = st.lists(st.tuples(st.floats(0.0, 8.0), st.floats(1.01, 6.0),
+                           st.sampled_from([200, 400, None])), max_size=12)
+
+
+@given(start=st.floats(0.5, 3.0), others=_slow)
+def test_a_stall_with_nothing_answered_promptly_is_never_a_violation(
+        start: float, others: list[tuple[float, float, int | None]]) -> None:
+    """However the other requests were spread, when none was answered within 1 s the
+    timed-out twin has no decision, and no check fails on it."""
+    views = [_view(at, took=took, status=status) for at, took, status in others]
+    evidence = _evidence(_honest_posts(twin=_post("twin", start, TIMEOUT, None)), views,
+                         [s for s in ALL if s != "twin"])
+    assert scoring.unexplained_silences(evidence) == ["twin"]
+    assert "failed" not in _states(evidence).values()
+
+
+@given(start=st.floats(0.5, 3.0), noise=_slow,
+       prompt=st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.001, 0.5)),
+                       min_size=2, max_size=6))
+def test_a_silence_while_others_are_answered_promptly_is_always_judged(
+        start: float, noise: list[tuple[float, float, int | None]],
+        prompt: list[tuple[float, float]]) -> None:
+    """Two or more prompt answers inside the second half of the wait make the timeout the
+    application's own silence, whatever else happened: the obeyed-instruction check fails."""
+    half = TIMEOUT / 2
+    views = [_view(at, took=took, status=status) for at, took, status in noise]
+    views += [_view(start + half + 0.01 + frac * (half - took - 0.02), took=took)
+              for frac, took in prompt]
+    evidence = _evidence(_honest_posts(inj=_post("inj", start, TIMEOUT, None)), views,
+                         [s for s in ALL if s != "inj"])
+    assert scoring.unexplained_silences(evidence) == []
+    assert _states(evidence)["user_commands_ignored"] == "failed"
