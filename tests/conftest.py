@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from ._inprocess import invoke
 
@@ -77,8 +77,14 @@ _POSTGRES_IDS = frozenset({"pg", "postgres", "postgresql"})
 
 # -- hypothesis profiles -------------------------------------------------------------------------
 FAST_EXAMPLES = 10
-settings.register_profile("fast", max_examples=FAST_EXAMPLES)
-_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
+# The machine is shared and its load swings (STYLE: performance is measured by benchmarks, not by
+# timed tests).  Hypothesis's per-example deadline and its "input generation is slow" health
+# check are wall-clock timings, so under load they failed correct tests (CI of 2026-12-07: four
+# payload round trips at 266-597 ms against the 200 ms deadline).  Neither asserts behaviour;
+# both are off in every profile here.  Tests keep their own explicit settings where they set them.
+settings.register_profile("triz", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("fast", parent=settings.get_profile("triz"), max_examples=FAST_EXAMPLES)
+_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "triz")
 settings.load_profile(_PROFILE)
 
 
