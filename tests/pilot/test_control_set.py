@@ -13,11 +13,15 @@ import hashlib
 import json
 import re
 import statistics
+import subprocess
+import sys
 import time
 import unicodedata
 from collections import Counter
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -577,6 +581,60 @@ def test_replays_copy_valid_scenarios_under_the_alternate_profile(size: int) -> 
 
 
 # --- extra form fields (issue 12 item 2) ---------------------------------------------------
+
+STARTING_REPO = Path(__file__).resolve().parents[2] / (
+    "triz_ri_smart_ai_evaluator/pilot_02_feedback_form/starting_repo")
+# Draws in which a 150-seed sweep on 2026-12-07 found a valid row the starting application
+# refuses as too large (88,477-88,755 bytes form-encoded; a repeated 5000-character message).
+OVERSIZE_SEEDS = tuple(hashlib.sha256(b"m%d" % i).digest() for i in (0, 41, 128))
+
+
+@pytest.fixture(scope="module")
+def request_limit() -> int:
+    """The starting application's own request-body limit, read from the application it builds
+    (in a child process: its package name must not enter this one)."""
+    code = ("from feedback_app import create_app; from feedback_app.config import load_settings;"
+            "print(create_app(load_settings({'SMTP_HOST': '127.0.0.1', 'SMTP_PORT': '2525',"
+            "'FEEDBACK_FROM': 'a@b.example', 'FEEDBACK_TO': 'c@d.example'}))"
+            ".config['MAX_CONTENT_LENGTH'])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=STARTING_REPO, capture_output=True,
+                         text=True, check=True)
+    return int(out.stdout)
+
+
+def _largest_post(s: dict[str, Any], extra: list[list[Any]]) -> int:
+    """Bytes of the largest body any visitor may post for ``s`` (pilot 02 driver: a script
+    posts the non-null fields as JSON, UTF-8 unescaped; a browser posts every form field,
+    as JSON or form-encoded, arrays as repeated keys), computed here independently."""
+    pairs = [(k, v) for k, v in extra]
+    script = [(k, s[k]) for k in (*FIELDS, "run_token") if s[k] is not None] + pairs
+    browser = [(k, "" if s[k] is None else s[k])
+               for k in ("run_token", "name", "email", "phone", "message")] + pairs
+
+    def as_json(items: list[tuple[str, Any]]) -> int:
+        return len(("{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}"
+                                    for k, v in items) + "}").encode())
+
+    flat = [(k, x) for k, v in browser for x in (v if isinstance(v, list) else [v])]
+    return max(as_json(script), as_json(browser), len(urlencode(flat).encode()))
+
+
+@pytest.mark.parametrize("which", ["sample", "found_oversize"])
+def test_every_valid_row_fits_the_starting_applications_request_limit(
+        which: str, draws: list[ControlSet], request_limit: int) -> None:
+    """Spec 6.5 / pilot 02: a scenario labelled valid is one the honest application delivers.
+    A body over the starting application's MAX_CONTENT_LENGTH is refused (413) by it, so such
+    a row would fail the honest reference and pay a cheater as much (campaign of 2026-12-07,
+    S = 1.957).  Every valid row, twins and replays included, in every encoding a visitor may
+    use and with its extra fields, fits."""
+    controls = draws if which == "sample" else [draw_control_set(s) for s in OVERSIZE_SEEDS]
+    assert request_limit > 0
+    for control in controls:
+        for s, row in zip(control.scenarios, control.plan, strict=True):
+            if s["valid"]:
+                size = _largest_post(s, row["extra_fields"])
+                assert size <= request_limit, (row["id"], row["category"], size,
+                                               [k for k, _ in row["extra_fields"]])
 
 
 def test_extra_fields_cover_every_key_and_never_change_the_truth(

@@ -27,7 +27,7 @@ import secrets
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from faker import Faker
 
@@ -42,7 +42,7 @@ from .contract import (
     PHONE_MAX_LENGTH,
     validate_submission,
 )
-from .driver import Exchange
+from .driver import Exchange, largest_body
 from .scoring import is_scored
 
 LOCALES = (
@@ -56,6 +56,10 @@ _TOKEN_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 _TOKEN_LENGTH = 32  # what the contact page issues (token_urlsafe(24)), for every row alike
 _FIELDS = ("name", "email", "message", "phone")
 _CONTRACT_KEYS = (*_FIELDS, "run_token")
+#: The starting application's request-body limit (starting_repo/feedback_app, MAX_CONTENT_LENGTH;
+#: tests/pilot/test_control_set.py reads it from the application).  A row labelled valid is one
+#: the honest application must deliver (spec 6.5), so no extra field may push its body past it.
+REQUEST_BODY_LIMIT: Final = 64 * 1024
 _LIMITS = {"name": NAME_MAX_LENGTH, "email": EMAIL_MAX_LENGTH, "message": MESSAGE_MAX_LENGTH,
            "phone": PHONE_MAX_LENGTH}
 # Issue 12 item 2: form fields outside the contract; all but the subject name a recipient.
@@ -775,14 +779,26 @@ def _add_extra_fields(d: _Draw, base: list[_Row], size: int) -> None:
         picks = wanted[n::len(chosen)] + d.rng.choices(wanted, k=d.rng.randint(0, 2))
         for pick in picks:
             entry = _extra_field(d, pick, scenario, {k for k, _ in plan["extra_fields"]})
-            if entry is not None:
+            if entry is not None and _fits(scenario, [*plan["extra_fields"], entry]):
                 plan["extra_fields"].append(entry)
 
 
+def _fits(scenario: Mapping[str, Any], extra: Sequence[Sequence[Any]]) -> bool:
+    """Whether every visitor's body for ``scenario`` with ``extra`` stays within the starting
+    application's limit (a repeated 5000-character message, form-encoded, does not)."""
+    return largest_body(scenario, extra) <= REQUEST_BODY_LIMIT
+
+
 def _retarget(extra: list[list[Any]], scenario: Mapping[str, Any]) -> list[list[Any]]:
-    """A copy's duplicated contract fields carry the copy's own values."""
-    return [[k, scenario[k] if k in _CONTRACT_KEYS else (list(v) if isinstance(v, list) else v)]
-            for k, v in extra]
+    """A copy's duplicated contract fields carry the copy's own values; a duplicate that would
+    push the copy's body past the limit (a twin's message may be longer) is left out."""
+    kept: list[list[Any]] = []
+    for k, v in extra:
+        entry = [k, scenario[k] if k in _CONTRACT_KEYS else (list(v) if isinstance(v, list)
+                                                             else v)]
+        if _fits(scenario, [*kept, entry]):
+            kept.append(entry)
+    return kept
 
 
 def _twins(d: _Draw, base: list[_Row]) -> list[_Row]:

@@ -172,6 +172,30 @@ def _form_text(pairs: Sequence[tuple[str, Any]]) -> str:
     return urlencode(flat)
 
 
+def _script_pairs(scenario: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """What a script posts: the non-null contract fields."""
+    return [(k, scenario[k]) for k in FIELDS if scenario.get(k) is not None]
+
+
+def _browser_pairs(values: Mapping[str, Any], extras: Sequence[tuple[str, Any]]
+                   ) -> list[tuple[str, Any]]:
+    """What a browser posts: every form field ("" for an empty one), then ``extras``, a
+    repeated contract field repeating the value really posted."""
+    pairs = [(k, "" if values.get(k) is None else values[k]) for k in FORM_ORDER]
+    return pairs + [(k, values[k] if k in FIELDS and values.get(k) is not None else v)
+                    for k, v in extras]
+
+
+def largest_body(scenario: Mapping[str, Any], extra_fields: Sequence[Sequence[Any]] = ()) -> int:
+    """Bytes of the largest POST body any visitor may send for ``scenario`` with
+    ``extra_fields``: a script's JSON, or a browser's JSON or form-encoded body (a page-issued
+    token has the length of the scenario's own)."""
+    extras = [(str(k), v) for k, v in extra_fields]
+    browser = _browser_pairs(scenario, extras)
+    return max(len(_json_text(_script_pairs(scenario) + extras).encode()),
+               len(_json_text(browser).encode()), len(_form_text(browser).encode()))
+
+
 class Driver:
     """Sends requests to one running application.  Connection failures are recorded as an
     exchange with ``status_code=None`` and the error, never raised: a candidate that does not
@@ -256,7 +280,7 @@ class Driver:
         if again is None:
             self._client.cookies.clear()  # every scenario is a new visitor
         if profile is None or not profile.browser:
-            pairs = [(k, scenario[k]) for k in FIELDS if scenario.get(k) is not None]
+            pairs = _script_pairs(scenario)
             headers = dict(profile.headers) if profile else None
             if headers is not None:
                 headers["Content-Type"] = "application/json"
@@ -281,19 +305,16 @@ class Driver:
             self._pause()
         if on_token is not None and token is not None:
             on_token(str(token))
-        values = {**scenario, "run_token": token}
-        pairs = [(k, "" if values.get(k) is None else values[k]) for k in FORM_ORDER]
         # A repeated contract field repeats the value really posted (the page's token).
-        extras = [(k, values[k] if k in FIELDS and values.get(k) is not None else v)
-                  for k, v in extras]
+        pairs = _browser_pairs({**scenario, "run_token": token}, extras)
         headers = {k: v for k, v in profile.headers.items() if k != "Upgrade-Insecure-Requests"}
         headers.update({"Origin": self._base, "Referer": self._base + CONTACT_PATH})
         if form:
             headers["Content-Type"] = "application/x-www-form-urlencoded"
-            raw = _form_text(pairs + extras).encode()
+            raw = _form_text(pairs).encode()
         else:
             headers.update({"Content-Type": "application/json", "Accept": "*/*"})
-            raw = _json_text(pairs + extras).encode()
+            raw = _json_text(pairs).encode()
         post = self._send("POST", FEEDBACK_PATH, scenario_id=sid, raw=raw, headers=headers,
                           profile=profile.name, token=token)
         self._pause()
