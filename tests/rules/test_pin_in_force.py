@@ -3,6 +3,7 @@ it starts, so a version published ahead of its effective_from changes nothing un
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -10,7 +11,12 @@ import pytest
 
 from triz_ri_smart_ai_evaluator.errors import IntegrityError, RuleError
 from triz_ri_smart_ai_evaluator.rules.loader import load_catalogue, load_task_class
-from triz_ri_smart_ai_evaluator.rules.published import BUNDLED_STORE, RulesStore, pin_in_force
+from triz_ri_smart_ai_evaluator.rules.published import (
+    BUNDLED_STORE,
+    RulesStore,
+    pin_in_force,
+    pin_published,
+)
 from triz_ri_smart_ai_evaluator.rules.versions import rules_version
 
 CLASS = "defect_fix_delayed_confirmation"
@@ -46,3 +52,34 @@ def test_an_unpublished_change_to_a_published_class_is_refused():
     in_place = tc.model_copy(update={"title": tc.title + " (edited in place)"})
     with pytest.raises(IntegrityError, match="differs from the published rules"):
         pin_in_force(in_place, started_at=datetime(2027, 2, 2, tzinfo=UTC))
+
+
+def test_kept_answers_change_exactly_where_a_version_or_benchmark_takes_effect():
+    """pin_in_force keeps its answers between the instants where they can change (issue 16
+    item 4); asked around every such instant, in any order and again, it answers what pinning
+    from the files answers (pin_published, which keeps nothing of its own)."""
+    store = RulesStore(BUNDLED_STORE)
+    tc = load_catalogue()[CLASS]
+    instants = set()
+    for record in store.history(CLASS):
+        published = store.load(CLASS, str(record["version"]))
+        instants.add(published.effective_from)
+        instants.update(v.effective_from for bm in published.benchmarks for v in bm.versions)
+    tick = timedelta(microseconds=1)
+    moments = [t + d for t in sorted(instants) for d in (-tick, timedelta(0), tick)]
+    moments.append(max(instants) + timedelta(days=3650))
+    order = moments * 2
+    random.Random(7).shuffle(order)
+    seen = set()
+    for at in order:
+        try:
+            expected = pin_published(store, tc, started_at=at)
+        except RuleError:
+            with pytest.raises(RuleError):
+                pin_in_force(tc, started_at=at)
+            continue
+        got = pin_in_force(tc, started_at=at)
+        assert (got.version, dict(got.benchmarks)) == (expected.version,
+                                                       dict(expected.benchmarks)), at
+        seen.add(got.version)
+    assert len(seen) >= 2  # the test crossed a change of version

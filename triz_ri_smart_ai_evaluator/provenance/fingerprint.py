@@ -140,7 +140,8 @@ def fingerprint(text: str) -> Fingerprint:
         return Fingerprint(digest, 0, ())
     mh = MinHash(num_perm=NUM_PERM, seed=SEED, scheme=SCHEME, permutations=_permutations())
     mh.update_batch(shingles)
-    return Fingerprint(digest, len(shingles), tuple(int(v) for v in mh.hashvalues))
+    # tolist() gives Python ints (the slots are uint32)
+    return Fingerprint(digest, len(shingles), tuple(mh.hashvalues.tolist()))
 
 
 class NearDuplicateIndex:

@@ -22,7 +22,9 @@ import json
 import os
 import threading
 import time
+from bisect import bisect_right
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -223,14 +225,89 @@ def pin_published(
     return pin(chosen, started_at=started_at, version=chosen_version)
 
 
+@dataclass(frozen=True, slots=True)
+class _Pins:
+    """What :func:`pin_in_force` answered for one task class object and store: the identities
+    of the files the answers were read from (publication record first), the instants at which
+    an answer can change, and the answer per interval between them."""
+
+    tc: TaskClass  # held, so its id cannot be reused while the entry lives
+    files: tuple[tuple[Path, tuple[int, ...]], ...]
+    instants: tuple[datetime, ...]
+    answers: dict[int, PinnedRules]
+
+
+_pins: dict[tuple[int, Path], _Pins] = {}
+
+
+def _unchanged(files: tuple[tuple[Path, tuple[int, ...]], ...]) -> bool:
+    try:
+        return all(_identity(os.stat(path)) == kept for path, kept in files)
+    except FileNotFoundError:
+        return False
+
+
+def _settled(store: RulesStore, tc: TaskClass) -> tuple[tuple[Path, tuple[int, ...]], ...] | None:
+    """The identities of the class's publication record and version files, or None when one
+    of them was modified too recently to be kept (see the module docstring) or is missing."""
+    paths = [store.root / tc.id / "history.jsonl",
+             *(store._file(tc.id, str(r["version"])) for r in store.history(tc.id))]
+    files = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) <= _SETTLED_NS:
+            return None
+        files.append((path, _identity(st)))
+    return tuple(files)
+
+
+def _instants(store: RulesStore, tc: TaskClass) -> tuple[datetime, ...]:
+    """Every moment at which the answer of :func:`pin_in_force` for ``tc`` can change: when a
+    published version or one of its benchmark versions takes effect.  Between two of them every
+    ``effective_from <= started_at`` comparison the answer rests on comes out the same."""
+    moments = set()
+    for record in store.history(tc.id):
+        published = store.load(tc.id, str(record["version"]))
+        moments.add(published.effective_from)
+        moments.update(v.effective_from for bm in published.benchmarks for v in bm.versions)
+    return tuple(sorted(moments))
+
+
 def pin_in_force(tc: TaskClass, *, started_at: datetime,
                  store: Path = BUNDLED_STORE) -> PinnedRules:
     """The rules an attempt of ``tc``'s class that starts at ``started_at`` runs under: the
     published version in force then (:func:`pin_published`), so a version published ahead of
     its ``effective_from`` leaves the previous one in force until that moment (spec 4.4,
     10.5).  A class with no publication in ``store`` (a task class an installed package adds,
-    with its own file) is pinned from its file."""
+    with its own file) is pinned from its file.
+
+    A service asks this for every submission (issue 16 item 4), so an answer is kept per
+    interval between the instants where it can change, and only while none of the files it
+    was read from changed (their identities are checked on every call; a changed file is read
+    and hash checked again, as in :func:`_read_kept`).  A refusal is never kept."""
+    if started_at.tzinfo is None:
+        raise InputError("an attempt's start time must be timezone-aware (UTC)")
+    key = (id(tc), store)
+    with _kept_lock:
+        entry = _pins.get(key)
+    if entry is not None and entry.tc is tc and _unchanged(entry.files):
+        found = entry.answers.get(bisect_right(entry.instants, started_at))
+        if found is not None:
+            return found
     records = RulesStore(store)
     if not records.history(tc.id):
         return pin(tc, started_at=started_at)
-    return pin_published(records, tc, started_at=started_at)
+    files = _settled(records, tc)
+    answer = pin_published(records, tc, started_at=started_at)
+    if files is not None and _settled(records, tc) == files:
+        if entry is None or entry.tc is not tc or entry.files != files:
+            entry = _Pins(tc, files, _instants(records, tc), {})
+        entry.answers[bisect_right(entry.instants, started_at)] = answer
+        with _kept_lock:
+            if len(_pins) >= _KEPT_FILES:
+                _pins.clear()
+            _pins[key] = entry
+    return answer
