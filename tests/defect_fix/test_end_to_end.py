@@ -81,7 +81,6 @@ class Home:
 
     root: Path
     summaries: dict[str, dict[str, Any]]
-    seconds: float
 
     @property
     def db(self) -> Path:
@@ -107,7 +106,6 @@ class Home:
 def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
     root = tmp_path_factory.mktemp("dfx-e2e")
     summaries: dict[str, dict[str, Any]] = {}
-    started = time.monotonic()
     for run in RUNS:
         name = "honest" if run.startswith("honest") else run
         done = cli("attempt", "run", "--task-class", TASK_CLASS, "--candidate",
@@ -116,7 +114,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
                    "--size", str(HARNESS.min_size), "--json")
         assert done.returncode == 0, f"{run}: {done.stderr}"
         summaries[run] = json.loads(done.stdout)
-    return Home(root, summaries, time.monotonic() - started)
+    return Home(root, summaries)
 
 
 def current_version() -> str:
@@ -259,11 +257,6 @@ def test_late_confirmation_releases_or_adjusts_under_the_original_rules(home: Ho
     assert f"{len(RUNS)} of {len(RUNS)} attempts reproduced" in recomputed.stdout
     verified = cli("ledger", "verify", "--db", home.db, "--keys", home.keys)
     assert verified.returncode == 0, verified.stdout + verified.stderr
-
-
-def test_the_whole_cli_flow_stays_small(home: Home) -> None:
-    """Seven sandboxed runs at the class's minimum size; a guard on the file's time budget."""
-    assert home.seconds < 150, f"the CLI runs took {home.seconds:.0f} s"
 
 
 # -- (c) through the service -----------------------------------------------------------------
