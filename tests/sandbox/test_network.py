@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from triz_ri_smart_ai_evaluator.sandbox import (
     wait_for_port,
 )
 from triz_ri_smart_ai_evaluator.sandbox._nft import TABLE, TABLE_FAMILY
+from triz_ri_smart_ai_evaluator.sandbox._tools import require_tools
 
 DECOY = "198.51.100.7"  # TEST-NET-2; redirected to the sink inside the namespace
 
@@ -206,4 +208,56 @@ def test_gunicorn_flask_app_with_secrets_from_the_environment(tmp_path: Path) ->
         assert box.attempted_destinations() == []
     assert proc.outcome is not None
     assert proc.outcome.ended == "killed"
+    assert_nothing_left(before)
+
+
+# -- a run killed before its clean-up --------------------------------------------------------
+
+_OWNER = """
+import sys, time
+from triz_ri_smart_ai_evaluator.sandbox import Network
+net = Network().open()
+print(net.namespace, net.host_interface, flush=True)
+time.sleep(600)
+"""
+
+
+def _killed_owner() -> tuple[str, str]:
+    """A real process that opens a network and is SIGKILLed with it open: its namespace and
+    host veth end, left behind."""
+    child = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        namespace, host_interface = child.stdout.readline().split()
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+    assert namespace in Snapshot.take().netns  # nothing of it was cleaned up
+    assert Path(f"/sys/class/net/{host_interface}").exists()
+    return namespace, host_interface
+
+
+def test_a_killed_runs_namespace_is_swept_and_a_live_one_is_not() -> None:
+    require_isolation()
+    before = Snapshot.take()
+    namespace, host_interface = _killed_owner()
+    with Network() as live:
+        # open() swept the dead run's namespace, veth and owner file ...
+        assert namespace not in Snapshot.take().netns
+        assert not Path(f"/sys/class/net/{host_interface}").exists()
+        assert not Path(_netns.OWNER_DIR, namespace).exists()
+        # ... and a sweep leaves a live run's alone
+        assert _netns.sweep_abandoned(live.tools) == []
+        assert live.namespace in Snapshot.take().netns
+        live.verify_isolation()
+    assert not Path(_netns.OWNER_DIR, live.namespace).exists()
+    assert_nothing_left(before)
+
+
+def test_sweep_names_what_it_removed() -> None:
+    require_isolation()
+    before = Snapshot.take()
+    namespace, _ = _killed_owner()
+    assert namespace in _netns.sweep_abandoned(require_tools())
+    assert namespace not in Snapshot.take().netns
     assert_nothing_left(before)

@@ -11,6 +11,7 @@ returns.  :meth:`Network.close` removes everything, whatever state set-up reache
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
 import os
@@ -37,6 +38,10 @@ from ._sink import Sink, SinkConnection
 from ._tools import Tools, kill_quietly, require_tools, run_tool
 
 NETNS_DIR = "/run/netns"
+#: One lock file per live namespace, held (flock) by the process that made it for as long as the
+#: namespace is its own; the kernel drops the lock when that process dies, however it dies.
+OWNER_DIR = "/run/triz-evaluator/netns"
+_PREFIX = "trz-app-"
 
 # Runs as root inside the app namespace (never inside the sandbox): one TCP connect to a
 # non-allowed port on the harness host, one UDP datagram, and the IPv6 switch.
@@ -78,8 +83,8 @@ class Network:
         self.app_port = app_port
         self.allowed_tcp_ports = sorted(set(allowed_tcp_ports))
         tag = secrets.token_hex(4)
-        self.namespace = f"trz-app-{tag}"
-        self.host_interface = f"trzh{tag[:6]}"
+        self.namespace = f"{_PREFIX}{tag}"
+        self.host_interface = _host_interface(self.namespace)
         self.app_interface = f"trza{tag[:6]}"
         self.subnet: ipaddress.IPv4Network | None = None
         self.harness_host = ""
@@ -89,6 +94,7 @@ class Network:
         """True once :meth:`verify_isolation` passed, until :meth:`close`."""
         self._created = False
         self._closed = False
+        self._owner: int | None = None  # the fd of the held owner lock
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -100,7 +106,12 @@ class Network:
         self.close()
 
     def open(self) -> Network:
-        """Create, load the ruleset, verify.  Raises on any failure, after cleaning up."""
+        """Create, load the ruleset, verify.  Raises on any failure, after cleaning up.
+
+        Namespaces that runs killed before their own clean-up left behind are removed first
+        (:func:`sweep_abandoned`)."""
+        with contextlib.suppress(SandboxError, OSError):  # left for the next run to retry
+            sweep_abandoned(self.tools)
         try:
             self._create()
             self.verify_isolation()
@@ -116,6 +127,7 @@ class Network:
         host, app = list(self.subnet.hosts())
         self.harness_host, self.app_address = str(host), str(app)
         self._created = True
+        self._owner = _hold_owner_lock(self.namespace)
         run_tool([ip, "netns", "add", self.namespace])
         run_tool([ip, "link", "add", self.host_interface, "type", "veth", "peer", "name",
                   self.app_interface, "netns", self.namespace])
@@ -145,21 +157,14 @@ class Network:
             return
         self._closed = True
         self.verified = False
-        problems: list[str] = []
-        if self._created and not self._kill_namespace_processes():
-            problems.append(f"processes still in {self.namespace}")
         if self.sink is not None:
             self.sink.close()
-        if os.path.exists(f"/sys/class/net/{self.host_interface}"):
-            try:
-                run_tool([self.tools.ip, "link", "del", self.host_interface])
-            except SandboxError as e:
-                problems.append(e.message)
-        if os.path.exists(f"{NETNS_DIR}/{self.namespace}"):
-            try:
-                run_tool([self.tools.ip, "netns", "del", self.namespace])
-            except SandboxError as e:
-                problems.append(e.message)
+        problems = _remove(self.tools, self.namespace, kill=self._created)
+        if self._owner is not None:
+            if not problems:
+                _drop_owner_lock(self.namespace)
+            os.close(self._owner)  # still there after a failed removal: a later sweep retries
+            self._owner = None
         if self.subnet is not None:
             release_subnet(self.subnet)
         if problems:
@@ -185,18 +190,7 @@ class Network:
 
     def pids(self) -> set[int]:
         """Processes whose network namespace is this one."""
-        try:
-            ns = os.stat(f"{NETNS_DIR}/{self.namespace}")
-        except OSError:
-            return set()
-        found: set[int] = set()
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                with contextlib.suppress(OSError):
-                    st = os.stat(f"/proc/{entry}/ns/net")
-                    if (st.st_dev, st.st_ino) == (ns.st_dev, ns.st_ino):
-                        found.add(int(entry))
-        return found
+        return _namespace_pids(self.namespace)
 
     def in_namespace_argv(self, argv: list[str]) -> list[str]:
         """``argv`` prefixed so that it runs (as the caller's user) in the app namespace."""
@@ -269,14 +263,103 @@ class Network:
         done = run_tool(self._in_namespace([self.tools.nft, *args]))
         return done.stdout.decode()
 
-    def _kill_namespace_processes(self, timeout: float = 3.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while True:
-            pids = self.pids()
-            if not pids:
-                return True
-            if time.monotonic() > deadline:
-                return False
-            for pid in pids:
-                kill_quietly(pid, signal.SIGKILL)
-            time.sleep(0.01)
+
+
+def _host_interface(namespace: str) -> str:
+    return f"trzh{namespace.removeprefix(_PREFIX)[:6]}"
+
+
+def _namespace_pids(namespace: str) -> set[int]:
+    """Processes whose network namespace is ``namespace``."""
+    try:
+        ns = os.stat(f"{NETNS_DIR}/{namespace}")
+    except OSError:
+        return set()
+    found: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                st = os.stat(f"/proc/{entry}/ns/net")
+                if (st.st_dev, st.st_ino) == (ns.st_dev, ns.st_ino):
+                    found.add(int(entry))
+    return found
+
+
+def _kill_namespace_processes(namespace: str, timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = _namespace_pids(namespace)
+        if not pids:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        for pid in pids:
+            kill_quietly(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def _remove(tools: Tools, namespace: str, *, kill: bool = True) -> list[str]:
+    """Kill what runs in ``namespace``, delete its host veth end and the namespace; what could
+    not be removed, as messages (nothing raised)."""
+    problems: list[str] = []
+    if kill and not _kill_namespace_processes(namespace):
+        problems.append(f"processes still in {namespace}")
+    host_interface = _host_interface(namespace)
+    if os.path.exists(f"/sys/class/net/{host_interface}"):
+        try:
+            run_tool([tools.ip, "link", "del", host_interface])
+        except SandboxError as e:
+            problems.append(e.message)
+    if os.path.exists(f"{NETNS_DIR}/{namespace}"):
+        try:
+            run_tool([tools.ip, "netns", "del", namespace])
+        except SandboxError as e:
+            problems.append(e.message)
+    return problems
+
+
+def _hold_owner_lock(namespace: str) -> int:
+    """Create and lock ``namespace``'s owner file; the fd (close-on-exec: no child inherits
+    the ownership) is held until the namespace is gone.  Raises OSError."""
+    os.makedirs(OWNER_DIR, mode=0o700, exist_ok=True)
+    fd = os.open(f"{OWNER_DIR}/{namespace}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _drop_owner_lock(namespace: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(f"{OWNER_DIR}/{namespace}")
+
+
+def sweep_abandoned(tools: Tools) -> list[str]:
+    """Remove the app namespaces (and their veths and processes) of runs that died without
+    closing them, SIGKILL or an OOM kill: those whose owner lock nobody holds.  A namespace
+    with no owner file is left alone (made by a version without owner locks, or closing right
+    now).  Returns the names removed; one that could not be removed is left for a later sweep.
+    """
+    try:
+        names = sorted(n for n in os.listdir(NETNS_DIR) if n.startswith(_PREFIX))
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in names:
+        try:
+            fd = os.open(f"{OWNER_DIR}/{name}", os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # its owner is alive
+            if not _remove(tools, name):
+                _drop_owner_lock(name)
+                removed.append(name)
+        finally:
+            os.close(fd)
+    return removed
