@@ -261,3 +261,15 @@ def test_sweep_names_what_it_removed() -> None:
     assert namespace in _netns.sweep_abandoned(require_tools())
     assert namespace not in Snapshot.take().netns
     assert_nothing_left(before)
+
+
+def test_an_owner_file_whose_namespace_was_deleted_by_hand_is_swept() -> None:
+    require_isolation()
+    before = Snapshot.take()
+    namespace, host_interface = _killed_owner()
+    subprocess.run(["ip", "link", "del", host_interface], check=True)
+    subprocess.run(["ip", "netns", "del", namespace], check=True)
+    assert Path(_netns.OWNER_DIR, namespace).exists()
+    assert namespace in _netns.sweep_abandoned(require_tools())
+    assert not Path(_netns.OWNER_DIR, namespace).exists()
+    assert_nothing_left(before)

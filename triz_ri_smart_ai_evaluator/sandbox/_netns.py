@@ -340,14 +340,14 @@ def sweep_abandoned(tools: Tools) -> list[str]:
     """Remove the app namespaces (and their veths and processes) of runs that died without
     closing them, SIGKILL or an OOM kill: those whose owner lock nobody holds.  A namespace
     with no owner file is left alone (made by a version without owner locks, or closing right
-    now).  Returns the names removed; one that could not be removed is left for a later sweep.
-    """
-    try:
-        names = sorted(n for n in os.listdir(NETNS_DIR) if n.startswith(_PREFIX))
-    except FileNotFoundError:
-        return []
+    now).  An owner file whose namespace someone else deleted is removed too.  Returns the
+    names removed; one that could not be removed is left for a later sweep."""
+    names: set[str] = set()
+    for folder in (NETNS_DIR, OWNER_DIR):
+        with contextlib.suppress(FileNotFoundError):
+            names.update(n for n in os.listdir(folder) if n.startswith(_PREFIX))
     removed = []
-    for name in names:
+    for name in sorted(names):
         try:
             fd = os.open(f"{OWNER_DIR}/{name}", os.O_RDWR | os.O_CLOEXEC)
         except FileNotFoundError:
