@@ -25,6 +25,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from triz_ri_smart_ai_evaluator.harnesses import test_aware
 from triz_ri_smart_ai_evaluator.pilot_02_feedback_form import checks, scoring
@@ -275,8 +277,6 @@ def test_what_no_clock_could_read_ends_the_run_errored_unless_a_violation_was_ve
 
 
 # -- the same rule over generated timings --------------------------------------------------------
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _slow = st.lists(st.tuples(st.floats(0.0, 8.0), st.floats(1.01, 6.0),
                            st.sampled_from([200, 400, None])), max_size=12)

@@ -56,6 +56,11 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
+def _has_settled(st: os.stat_result) -> bool:
+    """Whether the file was last modified long enough ago to be kept (module docstring)."""
+    return time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS
+
+
 def _read_kept(path: Path, parse: Callable[[bytes], T]) -> T:
     """``parse`` of the file's bytes, kept while the file's identity is unchanged.  Raises
     OSError (FileNotFoundError when there is no file) and whatever ``parse`` raises; a failure
@@ -69,8 +74,7 @@ def _read_kept(path: Path, parse: Callable[[bytes], T]) -> T:
     value = parse(path.read_bytes())
     after = os.stat(path)
     # Kept only if the file did not change while it was read and has settled.
-    if _identity(after) == key and time.time_ns() - max(after.st_mtime_ns,
-                                                         after.st_ctime_ns) > _SETTLED_NS:
+    if _identity(after) == key and _has_settled(after):
         with _kept_lock:
             if len(_kept) >= _KEPT_FILES:
                 _kept.clear()
@@ -258,7 +262,7 @@ def _settled(store: RulesStore, tc: TaskClass) -> tuple[tuple[Path, tuple[int, .
             st = os.stat(path)
         except FileNotFoundError:
             return None
-        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) <= _SETTLED_NS:
+        if not _has_settled(st):
             return None
         files.append((path, _identity(st)))
     return tuple(files)
